@@ -1,0 +1,76 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Every module is `package`-visible only: we publish no library.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "buzzkit-server",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "buzzkit", targets: ["CLI"])
+    ],
+    targets: [
+        // MARK: - C interop: only what Swift cannot import by itself
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
+        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
+        .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+
+        // MARK: - Wire format, event loop, server
+        .target(name: "HTTP1", swiftSettings: swiftSettings),
+        .target(name: "Reactor", dependencies: ["CLinux"], swiftSettings: swiftSettings),
+        .target(
+            name: "HTTPServer", dependencies: ["HTTP1", "Reactor", "CZlib"],
+            swiftSettings: swiftSettings),
+
+        // MARK: - Storage engine and crypto primitives
+        .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: swiftSettings),
+        .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
+        .target(name: "JSON", swiftSettings: swiftSettings),
+
+        // MARK: - Domain, its SQLite store, the API, the executable
+        .target(name: "Identity", dependencies: ["Crypto", "JSON"], swiftSettings: swiftSettings),
+        .executableTarget(name: "MigrationEmbedder", swiftSettings: swiftSettings),
+        .plugin(
+            name: "EmbedMigrations", capability: .buildTool(),
+            dependencies: ["MigrationEmbedder"]),
+        .target(
+            name: "Storage", dependencies: ["Identity", "SQLite"],
+            swiftSettings: swiftSettings, plugins: ["EmbedMigrations"]),
+        .target(
+            name: "API", dependencies: ["HTTPServer", "Identity", "JSON"],
+            resources: [.copy("openapi.json")],
+            swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "CLI", dependencies: ["API", "Storage", "SQLite", "Crypto"],
+            swiftSettings: swiftSettings),
+
+        // MARK: - Tests
+        .target(
+            name: "TestSupport", dependencies: ["API", "Identity", "Storage", "HTTP1"],
+            path: "Tests/TestSupport", swiftSettings: swiftSettings),
+        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP1", "Reactor"],
+            swiftSettings: swiftSettings),
+        .testTarget(name: "SQLiteTests", dependencies: ["SQLite"], swiftSettings: swiftSettings),
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto"], swiftSettings: swiftSettings),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "IdentityTests", dependencies: ["Identity", "JSON", "Crypto"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "StorageTests", dependencies: ["Storage", "Identity", "SQLite", "TestSupport"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "APITests", dependencies: ["API", "TestSupport", "JSON", "HTTPServer"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "EndToEndTests", dependencies: ["CLI", "TestSupport", "JSON", "HTTP1"],
+            swiftSettings: swiftSettings),
+    ]
+)

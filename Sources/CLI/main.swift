@@ -1,0 +1,1 @@
+print("buzzkit: not yet wired")

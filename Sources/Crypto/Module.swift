@@ -1,0 +1,1 @@
+// Crypto module: implementation lands in its own commit.

@@ -1,0 +1,205 @@
+// The HTTP/1.1 wire vocabulary shared by the parser, the server and the tests.
+// Pure values: no sockets, no Foundation.
+
+/// A request method token (RFC 9110 §9). Compared case-sensitively, as the RFC requires.
+package struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    package var rawValue: String
+    package init(rawValue: String) { self.rawValue = rawValue }
+    package var description: String { rawValue }
+
+    package static let GET = HTTPMethod(rawValue: "GET")
+    package static let HEAD = HTTPMethod(rawValue: "HEAD")
+    package static let POST = HTTPMethod(rawValue: "POST")
+    package static let PUT = HTTPMethod(rawValue: "PUT")
+    package static let PATCH = HTTPMethod(rawValue: "PATCH")
+    package static let DELETE = HTTPMethod(rawValue: "DELETE")
+    package static let OPTIONS = HTTPMethod(rawValue: "OPTIONS")
+}
+
+/// `HTTP/major.minor`. Only 1.0 and 1.1 are served; others answer 505.
+package struct HTTPVersion: Hashable, Sendable, CustomStringConvertible {
+    package var major: Int
+    package var minor: Int
+    package init(major: Int, minor: Int) {
+        self.major = major
+        self.minor = minor
+    }
+    package static let http1_0 = HTTPVersion(major: 1, minor: 0)
+    package static let http1_1 = HTTPVersion(major: 1, minor: 1)
+    package var description: String { "HTTP/\(major).\(minor)" }
+}
+
+/// Header fields in arrival order. Names compare ASCII case-insensitively; duplicates are kept
+/// so the framing checks can see them (RFC 9112 §6.3).
+package struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
+    package private(set) var fields: [(name: String, value: String)] = []
+
+    package init() {}
+    package init(_ fields: [(name: String, value: String)]) { self.fields = fields }
+    package init(dictionaryLiteral elements: (String, String)...) {
+        fields = elements.map { (name: $0.0, value: $0.1) }
+    }
+
+    package var count: Int { fields.count }
+
+    package mutating func add(name: String, value: String) { fields.append((name, value)) }
+
+    /// Replaces every field of this name with one.
+    package mutating func replaceOrAdd(name: String, value: String) {
+        remove(name: name)
+        fields.append((name, value))
+    }
+
+    package mutating func remove(name: String) {
+        fields.removeAll { Self.namesEqual($0.name, name) }
+    }
+
+    /// The first value of the field, or nil.
+    package subscript(_ name: String) -> String? {
+        fields.first { Self.namesEqual($0.name, name) }?.value
+    }
+
+    /// Every value of the field, in order.
+    package func values(_ name: String) -> [String] {
+        fields.filter { Self.namesEqual($0.name, name) }.map(\.value)
+    }
+
+    package func contains(_ name: String) -> Bool { self[name] != nil }
+
+    package func makeIterator() -> IndexingIterator<[(name: String, value: String)]> {
+        fields.makeIterator()
+    }
+
+    /// ASCII case-insensitive comparison; field names are tokens, so ASCII is all there is.
+    package static func namesEqual(_ a: String, _ b: String) -> Bool {
+        let a = a.utf8
+        let b = b.utf8
+        guard a.count == b.count else { return false }
+        for (x, y) in zip(a, b) where x != y {
+            let lx = (x >= 65 && x <= 90) ? x | 0x20 : x
+            let ly = (y >= 65 && y <= 90) ? y | 0x20 : y
+            if lx != ly { return false }
+        }
+        return true
+    }
+}
+
+/// A response status code with its reason phrase.
+package struct HTTPStatus: Hashable, Sendable {
+    package var code: Int
+    package init(_ code: Int) { self.code = code }
+
+    package static let ok = HTTPStatus(200)
+    package static let created = HTTPStatus(201)
+    package static let noContent = HTTPStatus(204)
+    package static let badRequest = HTTPStatus(400)
+    package static let unauthorized = HTTPStatus(401)
+    package static let forbidden = HTTPStatus(403)
+    package static let notFound = HTTPStatus(404)
+    package static let methodNotAllowed = HTTPStatus(405)
+    package static let requestTimeout = HTTPStatus(408)
+    package static let conflict = HTTPStatus(409)
+    package static let lengthRequired = HTTPStatus(411)
+    package static let payloadTooLarge = HTTPStatus(413)
+    package static let uriTooLong = HTTPStatus(414)
+    package static let unsupportedMediaType = HTTPStatus(415)
+    package static let tooManyRequests = HTTPStatus(429)
+    package static let headersTooLarge = HTTPStatus(431)
+    package static let internalServerError = HTTPStatus(500)
+    package static let notImplemented = HTTPStatus(501)
+    package static let serviceUnavailable = HTTPStatus(503)
+    package static let httpVersionNotSupported = HTTPStatus(505)
+
+    /// The reason phrase written on the status line.
+    package var reasonPhrase: String {
+        switch code {
+        case 100: "Continue"
+        case 200: "OK"
+        case 201: "Created"
+        case 204: "No Content"
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 408: "Request Timeout"
+        case 409: "Conflict"
+        case 411: "Length Required"
+        case 413: "Content Too Large"
+        case 414: "URI Too Long"
+        case 415: "Unsupported Media Type"
+        case 429: "Too Many Requests"
+        case 431: "Request Header Fields Too Large"
+        case 500: "Internal Server Error"
+        case 501: "Not Implemented"
+        case 503: "Service Unavailable"
+        case 505: "HTTP Version Not Supported"
+        default: "Unknown"
+        }
+    }
+}
+
+/// Size limits the parser enforces. Defaults are the documented ones (README, "Limits").
+package struct HTTPParserLimits: Sendable {
+    /// Longest request target; longer answers 414.
+    package var maxTargetLength: Int = 8 * 1024
+    /// Largest header section (request line included); larger answers 431.
+    package var maxHeaderSectionBytes: Int = 32 * 1024
+    /// Most header fields; more answers 431.
+    package var maxHeaderCount: Int = 100
+    package init() {}
+}
+
+/// Why a request could not be read. Each carries the status and envelope code it answers with;
+/// after any of these the connection is closed, because the framing can no longer be trusted.
+package struct HTTPParseError: Error, Hashable, Sendable, CustomStringConvertible {
+    package var status: HTTPStatus
+    /// Stable snake_case code for the envelope (`invalid_request`, `uri_too_long`, …).
+    package var code: String
+    /// What was wrong, for people.
+    package var reason: String
+
+    package init(status: HTTPStatus, code: String, reason: String) {
+        self.status = status
+        self.code = code
+        self.reason = reason
+    }
+    package var description: String { "\(status.code) \(code): \(reason)" }
+
+    package static func badRequest(_ reason: String) -> HTTPParseError {
+        HTTPParseError(status: .badRequest, code: "invalid_request", reason: reason)
+    }
+}
+
+/// A parsed request line and header section. Header values have surrounding whitespace trimmed.
+package struct HTTPRequestHead: Sendable {
+    package var method: HTTPMethod
+    /// The request target exactly as sent (origin-form: path and optional `?query`).
+    package var target: String
+    package var version: HTTPVersion
+    package var headers: HTTPHeaders
+
+    package init(method: HTTPMethod, target: String, version: HTTPVersion, headers: HTTPHeaders) {
+        self.method = method
+        self.target = target
+        self.version = version
+        self.headers = headers
+    }
+
+    /// The path part of the target, before any `?`.
+    package var path: Substring {
+        target.firstIndex(of: "?").map { target[..<$0] } ?? target[...]
+    }
+
+    /// The query after `?`, if any.
+    package var query: Substring? {
+        target.firstIndex(of: "?").map { target[target.index(after: $0)...] }
+    }
+}
+
+/// How the body that follows a head is delimited (RFC 9112 §6).
+package enum HTTPBodyFraming: Hashable, Sendable {
+    case none
+    case contentLength(Int)
+    case chunked
+}

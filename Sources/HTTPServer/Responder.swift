@@ -1,0 +1,41 @@
+import HTTP1
+
+/// A whole request as the application sees it: head plus the decoded body
+/// (de-chunked and, when `Content-Encoding: gzip` was sent, decompressed).
+package struct HTTPRequest: Sendable {
+    package var head: HTTPRequestHead
+    package var body: [UInt8]
+
+    package init(head: HTTPRequestHead, body: [UInt8]) {
+        self.head = head
+        self.body = body
+    }
+
+    package var method: HTTPMethod { head.method }
+    package var headers: HTTPHeaders { head.headers }
+}
+
+/// A whole response. The server adds `Content-Length`, `Connection` and `Date`, compresses
+/// when the client asked for gzip, and drops the body for `HEAD`.
+package struct HTTPResponse: Sendable {
+    package var status: HTTPStatus
+    package var headers: HTTPHeaders
+    package var body: [UInt8]
+
+    package init(status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// The one seam between the server and the application.
+package protocol Responder: Sendable {
+    /// Answers a request. `completion` may be called on any thread, exactly once; calling it
+    /// before returning (reads) avoids any thread hop.
+    func respond(to request: HTTPRequest, completion: @escaping @Sendable (HTTPResponse) -> Void)
+
+    /// The answer to a request the server itself refused (malformed, over a limit, timed out),
+    /// so the application can render it in its envelope.
+    func respond(toProtocolError error: HTTPParseError, requestHead: HTTPRequestHead?) -> HTTPResponse
+}

@@ -1,0 +1,1 @@
+// Identity module: implementation lands in its own commit.

@@ -1,0 +1,1 @@
+// JSON module: implementation lands in its own commit.

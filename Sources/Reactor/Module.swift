@@ -1,0 +1,1 @@
+// Reactor module: implementation lands in its own commit.

@@ -1,0 +1,1 @@
+// SQLite module: implementation lands in its own commit.

@@ -1,0 +1,1 @@
+// Storage module: implementation lands in its own commit.

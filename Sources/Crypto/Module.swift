@@ -1,1 +1,0 @@
-// Crypto module: implementation lands in its own commit.

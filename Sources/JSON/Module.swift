@@ -1,1 +1,0 @@
-// JSON module: implementation lands in its own commit.

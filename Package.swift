@@ -34,17 +34,16 @@ let package = Package(
 
         // MARK: - Domain, its SQLite store, the API, the executable
         .target(name: "Identity", dependencies: ["Crypto", "JSON"], swiftSettings: swiftSettings),
-        .executableTarget(name: "MigrationEmbedder", swiftSettings: swiftSettings),
+        .executableTarget(name: "FileEmbedder", swiftSettings: swiftSettings),
         .plugin(
-            name: "EmbedMigrations", capability: .buildTool(),
-            dependencies: ["MigrationEmbedder"]),
+            name: "EmbedFiles", capability: .buildTool(),
+            dependencies: ["FileEmbedder"]),
         .target(
             name: "Storage", dependencies: ["Identity", "SQLite"],
-            swiftSettings: swiftSettings, plugins: ["EmbedMigrations"]),
+            swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         .target(
             name: "API", dependencies: ["HTTPServer", "Identity", "JSON"],
-            resources: [.copy("openapi.json")],
-            swiftSettings: swiftSettings),
+            swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         .executableTarget(
             name: "CLI", dependencies: ["API", "Storage", "SQLite", "Crypto"],
             swiftSettings: swiftSettings),

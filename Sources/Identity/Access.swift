@@ -1,0 +1,84 @@
+/// Who may act on which subscriber (API.md §5 and §9), decided inside the write or read
+/// that uses the answer, so a check and its effect see the same state.
+package enum Access {
+    /// Checks a proof for `externalID`; a wrong proof is always refused.
+    /// - Returns: true when a valid proof was given.
+    package static func verifyProof(
+        _ proof: IdentityProof?, externalID: String, tenant: TenantRecord, now: Timestamp
+    ) throws(IdentityError) -> Bool {
+        guard let proof else { return false }
+        do {
+            try IdentityVerifier.verify(
+                proof, externalId: externalID, secrets: tenant.secrets.secrets(atMillis: now.millis),
+                nowMillis: now.millis)
+            return true
+        } catch {
+            throw IdentityError(code: error.code, message: error.message)
+        }
+    }
+
+    /// May this caller act on the identified subscriber `externalID`, which was ever verified or not?
+    /// Backend keys need no proof; the app needs one when the tenant requires it or once the
+    /// subscriber was verified ("once verified, always verified").
+    /// - Returns: true when a valid proof was given.
+    @discardableResult
+    package static func authorize(
+        _ caller: Caller, externalID: String, everVerified: Bool, now: Timestamp
+    ) throws(IdentityError) -> Bool {
+        let proven = try verifyProof(caller.proof, externalID: externalID, tenant: caller.tenant, now: now)
+        if caller.role == .app && !proven
+            && (caller.tenant.settings.requireVerification || everVerified)
+        {
+            throw .verificationRequired
+        }
+        return proven
+    }
+
+    /// Resolves the subscriber an app or backend call names by `id` (any alias), checking the
+    /// caller may act on it. An unknown id is created when `create` is true, so everything works
+    /// before anyone logs in.
+    package static func resolve(
+        _ id: String, caller: Caller, in ctx: any IdentityWriteContext, now: Timestamp, create: Bool
+    ) throws -> SubscriberRecord? {
+        let tenant = caller.tenant
+        try IDRules.validateSubscriberID(id, blocked: tenant.settings.blockedExternalIds)
+        if let key = try ctx.subscriberKey(tenantID: tenant.id, alias: id),
+            let found = try ctx.subscriber(key: key)
+        {
+            try check(found, caller: caller, now: now)
+            return found
+        }
+        guard create else { return nil }
+        let anonymous = IDRules.isAnonymousID(id)
+        let fresh = SubscriberRecord(
+            key: 0, tenantID: tenant.id, id: id, anonymous: anonymous, createdAt: now, updatedAt: now)
+        try check(fresh, caller: caller, now: now)
+        return try ctx.insertSubscriber(tenantID: tenant.id, id: id, anonymous: anonymous, now: now)
+    }
+
+    /// The read-only twin of `resolve`, for lookups that never create.
+    package static func resolveForRead(
+        _ id: String, caller: Caller, in ctx: any IdentityReadContext, now: Timestamp
+    ) throws -> SubscriberRecord? {
+        try IDRules.validateSubscriberID(id, blocked: caller.tenant.settings.blockedExternalIds)
+        guard let key = try ctx.subscriberKey(tenantID: caller.tenant.id, alias: id),
+            let found = try ctx.subscriber(key: key)
+        else { return nil }
+        try check(found, caller: caller, now: now)
+        return found
+    }
+
+    private static func check(_ subscriber: SubscriberRecord, caller: Caller, now: Timestamp) throws(IdentityError) {
+        guard caller.role == .app else { return }
+        if subscriber.anonymous {
+            if !caller.tenant.settings.allowAnonymous { throw .verificationRequired }
+        } else {
+            try authorize(caller, externalID: subscriber.id, everVerified: subscriber.verified, now: now)
+        }
+    }
+}
+
+extension ProofFailure {
+    /// Moved into the domain's error type for the API's one error path.
+    package var identityError: IdentityError { IdentityError(code: code, message: message) }
+}

@@ -1,0 +1,81 @@
+import JSON
+
+/// Event rules of API.md §8.
+package enum EventRules {
+    /// Most events one call may carry.
+    package static let maxBatch = 500
+    /// Longest event name and client id.
+    package static let maxNameLength = 128
+    package static let maxIDLength = 128
+    /// `$` names the app may send; every other `$` name is the server's.
+    package static let appSystemEvents: Set<String> = ["$session.start", "$session.end"]
+
+    /// Validates a whole batch before anything is stored (a batch is all or nothing).
+    package static func validate(_ events: [JSONValue], receivedAt: Timestamp) throws(IdentityError) -> [NewEvent] {
+        guard events.count <= maxBatch else {
+            throw IdentityError(
+                code: "batch_too_large", message: "A call carries at most \(maxBatch) events; this one has \(events.count).")
+        }
+        guard !events.isEmpty else { throw .invalidRequest("'events' is empty.") }
+        var result: [NewEvent] = []
+        result.reserveCapacity(events.count)
+        for (index, value) in events.enumerated() {
+            func invalid(_ message: String) -> IdentityError {
+                IdentityError(
+                    code: "invalid_event", message: "events[\(index)]: \(message)",
+                    details: ["index": .number(String(index))])
+            }
+            guard let object = value.objectValue else { throw invalid("must be an object.") }
+            guard let id = object["id"]?.stringValue, !id.isEmpty, id.count <= maxIDLength else {
+                throw invalid("'id' must be a string of 1 to \(maxIDLength) characters.")
+            }
+            guard let name = object["name"]?.stringValue, !name.isEmpty, name.count <= maxNameLength else {
+                throw invalid("'name' must be a string of 1 to \(maxNameLength) characters.")
+            }
+            if name.hasPrefix("$") && !appSystemEvents.contains(name) {
+                throw invalid("'\(name)': names starting with $ belong to the server.")
+            }
+            var timestamp = receivedAt
+            if let raw = object["timestamp"], !raw.isNull {
+                guard let text = raw.stringValue, let parsed = Timestamp(rfc3339: text) else {
+                    throw invalid("'timestamp' must be an RFC 3339 date-time.")
+                }
+                timestamp = parsed
+            }
+            var properties: String?
+            if let raw = object["properties"], !raw.isNull {
+                guard raw.objectValue != nil else { throw invalid("'properties' must be an object.") }
+                properties = raw.jsonString
+            }
+            for key in object.keys where !["id", "name", "timestamp", "properties"].contains(key) {
+                throw invalid("unknown field '\(key)'.")
+            }
+            result.append(
+                NewEvent(clientID: id, name: name, timestamp: timestamp, receivedAt: receivedAt, propertiesJSON: properties))
+        }
+        return result
+    }
+}
+
+extension Operations {
+    /// `POST /v1/events`: stores the batch on the subscriber (created when never seen).
+    /// - Returns: how many were stored and how many were already there (same client id).
+    package static func ingest(
+        _ events: [NewEvent], subscriberID: String, caller: Caller, in ctx: any IdentityWriteContext, now: Timestamp
+    ) throws -> (accepted: Int, duplicates: Int) {
+        guard var subscriber = try Access.resolve(subscriberID, caller: caller, in: ctx, now: now, create: true) else {
+            throw IdentityError.subscriberNotFound
+        }
+        var accepted = 0
+        for event in events where try ctx.insertEvent(key: subscriber.key, seq: subscriber.lastSeq + 1, event) {
+            subscriber.lastSeq += 1
+            accepted += 1
+        }
+        if accepted > 0 {
+            subscriber.eventCount += Int64(accepted)
+            subscriber.updatedAt = now
+            try ctx.updateSubscriber(subscriber)
+        }
+        return (accepted, events.count - accepted)
+    }
+}

@@ -1,0 +1,89 @@
+/// The id rules of API.md §3. Pure functions: every caller validates before touching the store,
+/// so an invalid id changes nothing.
+package enum IDRules {
+    /// `anon_` followed by exactly 21 of `A-Za-z0-9_-`.
+    package static func isAnonymousID(_ id: String) -> Bool {
+        let bytes = id.utf8
+        guard bytes.count == 26, id.hasPrefix("anon_") else { return false }
+        return bytes.dropFirst(5).allSatisfy(isIDByte)
+    }
+
+    /// Ids a buggy app sends for every user; compared case-insensitively, also in quotes.
+    package static let placeholderIDs: Set<String> = [
+        "null", "nil", "none", "undefined", "nan", "0", "-1", "anonymous", "guest", "unknown",
+        "[object object]", "true", "false", "id", "user_id", "na", "all",
+        "00000000-0000-0000-0000-000000000000",
+    ]
+
+    /// Longest external id, in Unicode scalars.
+    package static let maxExternalIDLength = 255
+
+    /// Checks an external id; `blocked` are the tenant's own placeholders (any case).
+    package static func validateExternalID(_ id: String, blocked: [String] = []) throws(IdentityError) {
+        if id.hasPrefix("anon_") {
+            throw .invalidExternalID("An external id may not start with anon_; that prefix marks anonymous ids.")
+        }
+        let scalars = id.unicodeScalars
+        guard !scalars.isEmpty, scalars.contains(where: { !isWhitespace($0) }) else {
+            throw .invalidExternalID("The external id is empty.")
+        }
+        guard scalars.count <= maxExternalIDLength else {
+            throw .invalidExternalID("The external id is longer than \(maxExternalIDLength) characters.")
+        }
+        if scalars.contains(where: isControl) {
+            throw .invalidExternalID("The external id contains a control character.")
+        }
+        if let first = scalars.first, let last = scalars.last, isWhitespace(first) || isWhitespace(last) {
+            throw .invalidExternalID("The external id has leading or trailing whitespace.")
+        }
+        var folded = id.lowercased()
+        for quote in ["\"", "'", "`"] where folded.count >= 2 && folded.hasPrefix(quote) && folded.hasSuffix(quote) {
+            folded = String(folded.dropFirst().dropLast())
+        }
+        if placeholderIDs.contains(folded) || blocked.contains(where: { $0.lowercased() == folded }) {
+            throw .invalidExternalID("'\(id)' looks like a placeholder, not a user id.")
+        }
+    }
+
+    /// Checks an `anonymousId` field: any `anon_…` that is not well formed is refused.
+    package static func validateAnonymousID(_ id: String) throws(IdentityError) {
+        guard isAnonymousID(id) else {
+            throw .invalidAnonymousID("An anonymous id is anon_ followed by 21 characters of A-Z, a-z, 0-9, _ or -.")
+        }
+    }
+
+    /// Checks an id in a path or a `subscriberId`: anonymous when it starts with `anon_`, else external.
+    package static func validateSubscriberID(_ id: String, blocked: [String] = []) throws(IdentityError) {
+        if id.hasPrefix("anon_") {
+            try validateAnonymousID(id)
+        } else {
+            try validateExternalID(id, blocked: blocked)
+        }
+    }
+
+    private static func isIDByte(_ b: UInt8) -> Bool {
+        (b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || b == 95 || b == 45
+    }
+
+    private static func isControl(_ s: Unicode.Scalar) -> Bool {
+        s.value < 0x20 || (s.value >= 0x7F && s.value < 0xA0) || s.properties.generalCategory == .control
+    }
+
+    private static func isWhitespace(_ s: Unicode.Scalar) -> Bool {
+        s.properties.isWhitespace
+    }
+}
+
+/// A light check of an email address: one `@`, a dotted domain, no whitespace, at most 254 bytes.
+/// Deliverability is the provider's business; this only catches values that cannot be an address.
+package enum EmailRules {
+    package static func validate(_ email: String) throws(IdentityError) {
+        let parts = email.split(separator: "@", omittingEmptySubsequences: false)
+        let ok = email.utf8.count <= 254 && parts.count == 2 && !parts[0].isEmpty
+            && parts[1].contains(".") && !parts[1].hasPrefix(".") && !parts[1].hasSuffix(".")
+            && !email.unicodeScalars.contains { $0.properties.isWhitespace || $0.value < 0x20 }
+        guard ok else {
+            throw IdentityError(code: "invalid_email", message: "'\(email)' is not an email address.")
+        }
+    }
+}

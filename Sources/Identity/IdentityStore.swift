@@ -1,0 +1,78 @@
+/// The storage seam: everything the domain needs from a database, and nothing of SQL.
+/// `Storage` implements it on SQLite; a PostgreSQL sibling would implement the same.
+///
+/// Reads run on the caller's thread against a consistent snapshot. Writes are queued to one
+/// writer and committed in groups: `completion` runs once the write is durable.
+package protocol IdentityStore: Sendable {
+    func read<T>(_ body: (any IdentityReadContext) throws -> T) throws -> T
+    func write<T: Sendable>(
+        _ body: @escaping @Sendable (any IdentityWriteContext) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void)
+}
+
+/// Lookups, each scoped by tenant or by a subscriber key that was resolved within a tenant.
+package protocol IdentityReadContext {
+    func tenant(id: String) throws -> TenantRecord?
+    /// The key whose SHA-256 (hex) is `hash`, revoked or not.
+    func apiKey(hash: String) throws -> APIKeyRecord?
+    func apiKeys(workspaceID: String, tenantID: String?) throws -> [APIKeyRecord]
+    func workspaceExists(id: String) throws -> Bool
+
+    /// The subscriber that `alias` (any id it ever had) reaches in this tenant.
+    func subscriberKey(tenantID: String, alias: String) throws -> Int64?
+    func subscriber(key: Int64) throws -> SubscriberRecord?
+    func attributes(key: Int64) throws -> [(name: String, entry: AttributeEntry)]
+    /// Every id of the subscriber except its current one, oldest first.
+    func aliases(key: Int64, excluding current: String) throws -> [String]
+    func pushSubscriptions(key: Int64) throws -> [PushSubscriptionRecord]
+    func preferences(key: Int64) throws -> [PreferenceRecord]
+    func devices(key: Int64) throws -> [DeviceRecord]
+    /// Events with `seq > afterSeq`, in sequence order.
+    func events(key: Int64, afterSeq: Int64, limit: Int) throws -> [EventRecord]
+    /// Subscribers in creation order with `key > afterKey`.
+    func listSubscribers(
+        tenantID: String, afterKey: Int64, limit: Int, anonymous: Bool?, verified: Bool?
+    ) throws -> [SubscriberRecord]
+    /// Identified and verified subscriber counts, for the tenant settings view.
+    func subscriberCounts(tenantID: String) throws -> (identified: Int, verified: Int)
+}
+
+/// Changes, made inside one write transaction (a savepoint of a group commit).
+package protocol IdentityWriteContext: IdentityReadContext {
+    func insertWorkspace(id: String, name: String, now: Timestamp) throws
+    func insertTenant(_ tenant: TenantRecord) throws
+    func updateTenant(_ tenant: TenantRecord) throws
+    func insertAPIKey(_ key: APIKeyRecord, hash: String) throws
+    /// Returns false when no such unrevoked key exists in this scope.
+    func revokeAPIKey(id: String, workspaceID: String, tenantID: String?, now: Timestamp) throws -> Bool
+
+    /// Creates a subscriber and the alias row for its id.
+    func insertSubscriber(tenantID: String, id: String, anonymous: Bool, now: Timestamp) throws -> SubscriberRecord
+    /// Writes every column of the record back (key and tenant never change).
+    func updateSubscriber(_ record: SubscriberRecord) throws
+    func addAlias(tenantID: String, alias: String, key: Int64) throws
+    func reassignAliases(from: Int64, to: Int64) throws
+    /// Sets (non-nil) or removes (nil) attributes.
+    func writeAttributes(key: Int64, _ changes: [(name: String, entry: AttributeEntry?)]) throws
+
+    /// Registers a device on this subscriber, taking the device id and the token from whoever had them.
+    func upsertPushSubscription(
+        tenantID: String, key: Int64, deviceID: String, token: String, platform: String, now: Timestamp) throws
+    func deletePushSubscription(tenantID: String, key: Int64, deviceID: String) throws -> Bool
+    /// Keeps the `keep` most recently seen subscriptions, deleting the rest; returns how many went.
+    func evictPushSubscriptions(key: Int64, keep: Int) throws -> Int
+    func movePushSubscriptions(from: Int64, to: Int64) throws
+
+    func writePreference(key: Int64, _ preference: PreferenceRecord) throws
+    /// Merges a device report: non-nil fields overwrite, nil fields keep what was stored.
+    func upsertDevice(key: Int64, _ device: DeviceRecord) throws
+
+    /// Stores the event as `seq` unless this subscriber already has its client id (returns false).
+    func insertEvent(key: Int64, seq: Int64, _ event: NewEvent) throws -> Bool
+    /// Appends the source's events to the target's timeline after `afterSeq`, in their order,
+    /// skipping client ids the target already has. Returns how many were copied.
+    func copyEvents(from: Int64, to: Int64, afterSeq: Int64) throws -> Int
+
+    /// Erases the subscriber: row, aliases, attributes, events, subscriptions, preferences, devices.
+    func deleteSubscriber(key: Int64) throws
+}

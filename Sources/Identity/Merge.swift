@@ -1,0 +1,121 @@
+import JSON
+
+/// The shapes of API.md §6.
+package enum MergeShape: String, Sendable {
+    /// A new external id: the anonymous row is renamed, nothing moves.
+    case rename
+    /// An existing external id: the anonymous subscriber is folded in and retired.
+    case absorb
+    /// A never-seen anonymous id: it becomes an alias of the external id.
+    case link
+    case none
+}
+
+/// What a merge did.
+package struct MergeResult: Sendable {
+    package var shape: MergeShape
+    package var from: String?
+    package var eventsMoved: Int
+    package var warnings: [IdentityWarning]
+}
+
+/// Folding an anonymous id into an identified subscriber, inside one write transaction.
+package enum Merger {
+    /// Most push subscriptions a subscriber keeps; registering the 21st evicts the least recently seen.
+    package static let maxPushSubscriptions = 20
+
+    /// Merges `anonymousID` into the person `externalID`, creating that person when needed.
+    /// - Returns: the identified subscriber after the merge, and what happened.
+    package static func merge(
+        anonymousID: String?, into externalID: String, existing: SubscriberRecord?,
+        tenant: TenantRecord, in ctx: any IdentityWriteContext, now: Timestamp
+    ) throws -> (SubscriberRecord, MergeResult) {
+        var noMerge = MergeResult(shape: .none, from: anonymousID, eventsMoved: 0, warnings: [])
+        guard let anonymousID else {
+            noMerge.from = nil
+            return (try existing ?? ctx.insertSubscriber(tenantID: tenant.id, id: externalID, anonymous: false, now: now), noMerge)
+        }
+
+        var target: SubscriberRecord
+        var result = MergeResult(shape: .link, from: anonymousID, eventsMoved: 0, warnings: [])
+        if let sourceKey = try ctx.subscriberKey(tenantID: tenant.id, alias: anonymousID),
+            var source = try ctx.subscriber(key: sourceKey)
+        {
+            if let existing, sourceKey == existing.key {
+                return (existing, noMerge)  // a retry: already an alias of this person
+            }
+            guard source.anonymous else {
+                noMerge.warnings.append(
+                    IdentityWarning(
+                        code: "merge_source_identified",
+                        message: "\(anonymousID) already belongs to an identified subscriber; nothing was merged."))
+                return (try existing ?? ctx.insertSubscriber(tenantID: tenant.id, id: externalID, anonymous: false, now: now), noMerge)
+            }
+            if var existing {
+                result.shape = .absorb
+                result.eventsMoved = try absorb(&source, into: &existing, tenant: tenant, in: ctx)
+                target = existing
+            } else {
+                result.shape = .rename
+                source.id = externalID
+                source.anonymous = false
+                try ctx.addAlias(tenantID: tenant.id, alias: externalID, key: source.key)
+                target = source
+            }
+        } else {
+            target = try existing ?? ctx.insertSubscriber(tenantID: tenant.id, id: externalID, anonymous: false, now: now)
+            try ctx.addAlias(tenantID: tenant.id, alias: anonymousID, key: target.key)
+        }
+
+        let marker = NewEvent(
+            clientID: "$subscriber.merged:\(anonymousID)", name: "$subscriber.merged", timestamp: now,
+            receivedAt: now,
+            propertiesJSON: JSONValue.object([
+                "from": .string(anonymousID), "shape": .string(result.shape.rawValue),
+                "eventsMoved": .number(String(result.eventsMoved)),
+            ]).jsonString)
+        if try ctx.insertEvent(key: target.key, seq: target.lastSeq + 1, marker) {
+            target.lastSeq += 1
+            target.eventCount += 1
+        }
+        target.updatedAt = now
+        try ctx.updateSubscriber(target)
+        return (target, result)
+    }
+
+    /// Moves everything of `source` onto `target` and retires `source`. Returns events moved.
+    private static func absorb(
+        _ source: inout SubscriberRecord, into target: inout SubscriberRecord, tenant: TenantRecord,
+        in ctx: any IdentityWriteContext
+    ) throws -> Int {
+        let moved = try ctx.copyEvents(from: source.key, to: target.key, afterSeq: target.lastSeq)
+        target.lastSeq += Int64(moved)
+        target.eventCount += Int64(moved)
+
+        try ctx.movePushSubscriptions(from: source.key, to: target.key)
+        _ = try ctx.evictPushSubscriptions(key: target.key, keep: maxPushSubscriptions)
+
+        let targetPreferences = Dictionary(
+            try ctx.preferences(key: target.key).map { ($0.topic, $0) }, uniquingKeysWith: { a, _ in a })
+        for preference in try ctx.preferences(key: source.key) {
+            if let mine = targetPreferences[preference.topic], mine.updatedAt >= preference.updatedAt { continue }
+            try ctx.writePreference(key: target.key, preference)
+        }
+
+        let fill = AttributeMerge.fillIn(
+            target: try ctx.attributes(key: target.key), source: try ctx.attributes(key: source.key),
+            maxKeys: tenant.settings.attributeLimits.maxKeys)
+        if !fill.isEmpty { try ctx.writeAttributes(key: target.key, fill) }
+        if target.email == nil, let email = source.email {
+            target.email = email
+            target.emailSubscribed = source.emailSubscribed
+        }
+
+        for device in try ctx.devices(key: source.key) {
+            try ctx.upsertDevice(key: target.key, device)
+        }
+        try ctx.reassignAliases(from: source.key, to: target.key)
+        try ctx.deleteSubscriber(key: source.key)
+        return moved
+    }
+}

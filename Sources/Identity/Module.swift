@@ -1,1 +1,0 @@
-// Identity module: implementation lands in its own commit.

@@ -1,0 +1,197 @@
+import JSON
+
+/// `POST /v1/identify`, validated (API.md §6).
+package struct IdentifyCommand: Sendable {
+    package var externalID: String
+    package var anonymousID: String?
+    package var email: String?
+    package var proof: IdentityProof?
+    package var attributes: JSONObject?
+    package var subscribeEmail: Bool?
+    package var device: DeviceRecord?
+
+    package init(
+        externalID: String, anonymousID: String? = nil, email: String? = nil, proof: IdentityProof? = nil,
+        attributes: JSONObject? = nil, subscribeEmail: Bool? = nil, device: DeviceRecord? = nil
+    ) {
+        self.externalID = externalID
+        self.anonymousID = anonymousID
+        self.email = email
+        self.proof = proof
+        self.attributes = attributes
+        self.subscribeEmail = subscribeEmail
+        self.device = device
+    }
+}
+
+/// The subscriber an operation left behind, plus what it has to say.
+package struct OperationResult: Sendable {
+    package var subscriber: SubscriberRecord
+    package var created = false
+    package var merge: MergeResult?
+    package var warnings: [IdentityWarning] = []
+    package init(subscriber: SubscriberRecord) { self.subscriber = subscriber }
+}
+
+/// The domain operations. Each runs inside one write transaction handed in by the store, takes
+/// the caller (tenant + role) as input and scopes everything by the caller's tenant.
+package enum Operations {
+    // MARK: - Identify and merge
+
+    /// Identify: verify, merge the anonymous id, then upsert as the device (API.md §6).
+    package static func identify(
+        _ command: IdentifyCommand, caller: Caller, in ctx: any IdentityWriteContext, now: Timestamp
+    ) throws -> OperationResult {
+        let tenant = caller.tenant
+        var existing: SubscriberRecord?
+        if let key = try ctx.subscriberKey(tenantID: tenant.id, alias: command.externalID) {
+            existing = try ctx.subscriber(key: key)
+        }
+        var withProof = caller
+        withProof.proof = command.proof ?? caller.proof
+        let proven = try Access.authorize(
+            withProof, externalID: command.externalID, everVerified: existing?.verified ?? false, now: now)
+
+        var (subscriber, merge) = try Merger.merge(
+            anonymousID: command.anonymousID, into: command.externalID, existing: existing,
+            tenant: tenant, in: ctx, now: now)
+        var result = OperationResult(subscriber: subscriber)
+        result.created = existing == nil && merge.shape != .rename
+        result.warnings = merge.warnings
+
+        if proven && !subscriber.verified {
+            subscriber.verified = true
+            subscriber.updatedAt = now
+            try ctx.updateSubscriber(subscriber)
+        }
+        result.warnings += try applyProfile(
+            to: &subscriber, email: command.email, attributes: command.attributes,
+            subscribeEmail: command.subscribeEmail, source: .app, tenant: tenant, in: ctx, now: now)
+        if let device = command.device {
+            try ctx.upsertDevice(key: subscriber.key, device)
+        }
+        result.subscriber = subscriber
+        result.merge = merge
+        return result
+    }
+
+    /// `POST /v1/subscribers/{externalId}/merge`: the backend's merge, where refusals are errors.
+    package static func merge(
+        anonymousID: String, into externalID: String, caller: Caller, in ctx: any IdentityWriteContext,
+        now: Timestamp
+    ) throws -> OperationResult {
+        let tenant = caller.tenant
+        guard let key = try ctx.subscriberKey(tenantID: tenant.id, alias: externalID),
+            let existing = try ctx.subscriber(key: key)
+        else { throw IdentityError.subscriberNotFound }
+        let (subscriber, merge) = try Merger.merge(
+            anonymousID: anonymousID, into: externalID, existing: existing, tenant: tenant, in: ctx, now: now)
+        if let refusal = merge.warnings.first(where: { $0.code == "merge_source_identified" }) {
+            throw IdentityError(code: refusal.code, message: refusal.message)
+        }
+        var result = OperationResult(subscriber: subscriber)
+        result.merge = merge
+        return result
+    }
+
+    // MARK: - Subscribers
+
+    /// `PUT /v1/subscribers/{externalId}`: the backend's idempotent upsert.
+    package static func upsert(
+        externalID: String, email: String?, attributes: JSONObject?, subscribeEmail: Bool?,
+        caller: Caller, in ctx: any IdentityWriteContext, now: Timestamp
+    ) throws -> OperationResult {
+        let tenant = caller.tenant
+        var created = false
+        var subscriber: SubscriberRecord
+        if let key = try ctx.subscriberKey(tenantID: tenant.id, alias: externalID),
+            let found = try ctx.subscriber(key: key)
+        {
+            subscriber = found
+        } else {
+            subscriber = try ctx.insertSubscriber(tenantID: tenant.id, id: externalID, anonymous: false, now: now)
+            created = true
+        }
+        let warnings = try applyProfile(
+            to: &subscriber, email: email, attributes: attributes, subscribeEmail: subscribeEmail,
+            source: caller.role == .backend ? .backend : .app, tenant: tenant, in: ctx, now: now)
+        var result = OperationResult(subscriber: subscriber)
+        result.created = created
+        result.warnings = warnings
+        return result
+    }
+
+    /// `PATCH /v1/subscribers/{id}/attributes` (API.md §7).
+    package static func patchAttributes(
+        id: String, attributes: JSONObject, caller: Caller, in ctx: any IdentityWriteContext, now: Timestamp
+    ) throws -> OperationResult {
+        guard var subscriber = try Access.resolve(id, caller: caller, in: ctx, now: now, create: true) else {
+            throw IdentityError.subscriberNotFound
+        }
+        let warnings = try applyProfile(
+            to: &subscriber, email: nil, attributes: attributes, subscribeEmail: nil,
+            source: caller.role == .backend ? .backend : .app, tenant: caller.tenant, in: ctx, now: now)
+        var result = OperationResult(subscriber: subscriber)
+        result.warnings = warnings
+        return result
+    }
+
+    /// `DELETE /v1/subscribers/{id}`: erases the person. Returns false when there was no one.
+    package static func delete(id: String, caller: Caller, in ctx: any IdentityWriteContext) throws -> Bool {
+        try IDRules.validateSubscriberID(id, blocked: caller.tenant.settings.blockedExternalIds)
+        guard let key = try ctx.subscriberKey(tenantID: caller.tenant.id, alias: id) else { return false }
+        try ctx.deleteSubscriber(key: key)
+        return true
+    }
+
+    // MARK: - Profile (email + attributes), shared by identify, upsert and attribute patches
+
+    /// Merges email and attributes into the subscriber and saves it when anything changed.
+    /// A call that changes nothing leaves `updatedAt` alone (API.md §7).
+    static func applyProfile(
+        to subscriber: inout SubscriberRecord, email: String?, attributes: JSONObject?, subscribeEmail: Bool?,
+        source: AttributeMerge.Source, tenant: TenantRecord, in ctx: any IdentityWriteContext, now: Timestamp
+    ) throws -> [IdentityWarning] {
+        var incoming = attributes ?? JSONObject()
+        // The email is saved as the `email` attribute whichever way it came (API.md §6.4).
+        var address = email
+        if let email { incoming["email"] = .string(email) } else if let fromAttributes = incoming["email"]?.stringValue {
+            address = fromAttributes
+        }
+        if let address { try EmailRules.validate(address) }
+
+        var changed = false
+        var warnings: [IdentityWarning] = []
+        if !incoming.isEmpty {
+            let outcome = try AttributeMerge.merge(
+                stored: try ctx.attributes(key: subscriber.key), incoming: incoming, source: source,
+                settings: tenant.settings)
+            warnings = outcome.warnings
+            if !outcome.changes.isEmpty {
+                try ctx.writeAttributes(key: subscriber.key, outcome.changes)
+                changed = true
+            }
+            // The column mirrors the attribute, including a backend's `email: null`.
+            if let change = outcome.changes.last(where: { $0.name == "email" }) {
+                let newAddress = change.entry?.value.stringValue
+                if subscriber.email != newAddress {
+                    subscriber.email = newAddress
+                    if newAddress == nil { subscriber.emailSubscribed = false }
+                    changed = true
+                }
+            }
+        }
+        if subscriber.email != nil, tenant.settings.emailProviderConnected, address != nil || subscribeEmail != nil {
+            let subscribed = subscribeEmail ?? true
+            if subscriber.emailSubscribed != subscribed {
+                subscriber.emailSubscribed = subscribed
+                changed = true
+            }
+        }
+        if changed {
+            subscriber.updatedAt = now
+            try ctx.updateSubscriber(subscriber)
+        }
+        return warnings
+    }
+}

@@ -1,0 +1,180 @@
+import JSON
+
+/// Per-tenant attribute limits (API.md §7); defaults are the documented ones.
+package struct AttributeLimits: Sendable, Equatable {
+    package var maxKeys = 100
+    package var maxKeyLength = 128
+    package var maxValueBytes = 1024
+    package init() {}
+}
+
+/// Everything `PATCH /v1/tenant` can change (API.md §5).
+package struct TenantSettings: Sendable, Equatable {
+    package var requireVerification = false
+    package var allowAnonymous = true
+    package var emailProviderConnected = false
+    package var protectedAttributes: [String] = []
+    package var blockedExternalIds: [String] = []
+    package var attributeLimits = AttributeLimits()
+    package init() {}
+
+    /// The settings as stored and as answered.
+    package var json: JSONObject {
+        [
+            "requireVerification": .bool(requireVerification),
+            "allowAnonymous": .bool(allowAnonymous),
+            "emailProviderConnected": .bool(emailProviderConnected),
+            "protectedAttributes": .array(protectedAttributes.map { .string($0) }),
+            "blockedExternalIds": .array(blockedExternalIds.map { .string($0) }),
+            "attributeLimits": .object([
+                "maxKeys": .number(String(attributeLimits.maxKeys)),
+                "maxKeyLength": .number(String(attributeLimits.maxKeyLength)),
+                "maxValueBytes": .number(String(attributeLimits.maxValueBytes)),
+            ]),
+        ]
+    }
+
+    /// Applies a partial update; unknown fields and wrong types are refused, so a typo never
+    /// silently does nothing.
+    package func applying(_ patch: JSONObject) throws(IdentityError) -> TenantSettings {
+        var next = self
+        for (key, value) in patch {
+            switch key {
+            case "requireVerification": next.requireVerification = try Self.bool(value, key)
+            case "allowAnonymous": next.allowAnonymous = try Self.bool(value, key)
+            case "emailProviderConnected": next.emailProviderConnected = try Self.bool(value, key)
+            case "protectedAttributes": next.protectedAttributes = try Self.strings(value, key)
+            case "blockedExternalIds": next.blockedExternalIds = try Self.strings(value, key)
+            case "attributeLimits":
+                guard let limits = value.objectValue else { throw Self.wrongType(key, "an object") }
+                for (name, limit) in limits {
+                    guard let n = limit.intValue, n >= 1, n <= 1_000_000 else {
+                        throw Self.wrongType("attributeLimits.\(name)", "an integer from 1 to 1000000")
+                    }
+                    switch name {
+                    case "maxKeys": next.attributeLimits.maxKeys = Int(n)
+                    case "maxKeyLength": next.attributeLimits.maxKeyLength = Int(n)
+                    case "maxValueBytes": next.attributeLimits.maxValueBytes = Int(n)
+                    default: throw .invalidRequest("Unknown field attributeLimits.\(name).")
+                    }
+                }
+            default:
+                throw .invalidRequest("Unknown tenant setting '\(key)'.")
+            }
+        }
+        return next
+    }
+
+    /// Reads stored settings; missing fields keep their defaults (older rows, newer binary).
+    package static func decode(_ json: JSONObject) -> TenantSettings {
+        (try? TenantSettings().applying(json)) ?? TenantSettings()
+    }
+
+    private static func bool(_ value: JSONValue, _ key: String) throws(IdentityError) -> Bool {
+        guard let b = value.boolValue else { throw wrongType(key, "a boolean") }
+        return b
+    }
+
+    private static func strings(_ value: JSONValue, _ key: String) throws(IdentityError) -> [String] {
+        guard let items = value.arrayValue, items.count <= 1000 else {
+            throw wrongType(key, "an array of at most 1000 strings")
+        }
+        var result: [String] = []
+        for item in items {
+            guard let s = item.stringValue, !s.isEmpty, s.utf8.count <= 255 else {
+                throw wrongType(key, "an array of non-empty strings")
+            }
+            result.append(s)
+        }
+        return result
+    }
+
+    private static func wrongType(_ key: String, _ expected: String) -> IdentityError {
+        .invalidRequest("'\(key)' must be \(expected).")
+    }
+}
+
+/// A tenant as the domain needs it on every call: id, settings and its identity secrets.
+package struct TenantRecord: Sendable {
+    package var id: String
+    package var workspaceID: String
+    package var name: String
+    package var settings: TenantSettings
+    package var secrets: IdentitySecretSet
+    package var createdAt: Timestamp
+
+    package init(
+        id: String, workspaceID: String, name: String, settings: TenantSettings,
+        secrets: IdentitySecretSet, createdAt: Timestamp
+    ) {
+        self.id = id
+        self.workspaceID = workspaceID
+        self.name = name
+        self.settings = settings
+        self.secrets = secrets
+        self.createdAt = createdAt
+    }
+}
+
+/// The three kinds of API key (API.md §1).
+package enum KeyKind: String, Sendable, CaseIterable {
+    case client
+    case secret
+    case workspace
+
+    /// The recognisable prefix a key of this kind starts with.
+    package var prefix: String {
+        switch self {
+        case .client: "bk_client_"
+        case .secret: "bk_secret_"
+        case .workspace: "bk_ws_"
+        }
+    }
+}
+
+/// A stored key: never the key itself, only its SHA-256.
+package struct APIKeyRecord: Sendable {
+    package var id: String
+    package var kind: KeyKind
+    package var workspaceID: String
+    /// Nil for workspace keys.
+    package var tenantID: String?
+    /// The first characters of the key, to tell keys apart in a listing.
+    package var displayPrefix: String
+    package var createdAt: Timestamp
+    package var revokedAt: Timestamp?
+
+    package init(
+        id: String, kind: KeyKind, workspaceID: String, tenantID: String?, displayPrefix: String,
+        createdAt: Timestamp, revokedAt: Timestamp?
+    ) {
+        self.id = id
+        self.kind = kind
+        self.workspaceID = workspaceID
+        self.tenantID = tenantID
+        self.displayPrefix = displayPrefix
+        self.createdAt = createdAt
+        self.revokedAt = revokedAt
+    }
+}
+
+/// Who is calling, decided once per request from the key: the domain takes it as an input to
+/// every operation and scopes every query by `tenant.id`.
+package struct Caller: Sendable {
+    package enum Role: Sendable, Equatable {
+        /// A client key: public, acts only on its own subscriber, proofs may be required.
+        case app
+        /// A secret or workspace key: trusted, no proof needed.
+        case backend
+    }
+    package var tenant: TenantRecord
+    package var role: Role
+    /// A proof from `BuzzKit-Identity-Hash` / `BuzzKit-Identity-Token`, for app calls.
+    package var proof: IdentityProof?
+
+    package init(tenant: TenantRecord, role: Role, proof: IdentityProof? = nil) {
+        self.tenant = tenant
+        self.role = role
+        self.proof = proof
+    }
+}

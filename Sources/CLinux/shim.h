@@ -1,7 +1,8 @@
 #ifndef BUZZKIT_CLINUX_SHIM_H
 #define BUZZKIT_CLINUX_SHIM_H
 // Glibc's Swift overlay does not export these Linux-only headers.
-#define _GNU_SOURCE 1
+// No _GNU_SOURCE here: it changes struct and enum definitions (fd_set, __rusage_who) that
+// SwiftGlibc also imports, and clang then refuses to load both modules in one file.
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
@@ -16,7 +17,9 @@
 #include <unistd.h>
 #include <fcntl.h>
 
-// accept4 is behind _GNU_SOURCE, which Swift's Glibc import does not define.
+// accept4 is behind _GNU_SOURCE, which Swift's Glibc import does not define; declared here
+// (the glibc symbol exists regardless) so both modules agree on every other definition.
+extern int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
 static inline int buzzkit_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
     return accept4(fd, addr, len, flags);
 }

@@ -1,4 +1,6 @@
-// Interface of the request-head parser and the chunked decoder. Implementations pending.
+// Entry points of the wire format: request head, body framing, chunked decoding, response head.
+// Implementations live in RequestHeadParser.swift, BodyFraming.swift, ChunkedBodyDecoder.swift
+// and ResponseHead.swift.
 
 /// The outcome of one parse attempt over the bytes received so far.
 package enum HTTPHeadParseResult: Sendable {
@@ -10,42 +12,51 @@ package enum HTTPHeadParseResult: Sendable {
 }
 
 /// Parses a request head from the start of `buffer`.
+///
+/// Errors are reported as soon as the bytes so far prove them (a target over the limit, a bare
+/// LF, a section over `maxHeaderSectionBytes`), so a caller never buffers more than the limits.
+/// Bytes after the head (a body, a pipelined request) are left alone.
+///
 /// - Parameters:
 ///   - buffer: bytes received so far on the connection, starting at a request.
 ///   - limits: target, header section and field count limits.
-///   - scanned: how many bytes an earlier call already looked at (0 the first time).
+///   - scanned: how many bytes an earlier call already looked at (0 the first time). Pass back the
+///     value of the last `.needMore(scanned:)` for a prefix of the same bytes; any other value
+///     is safe but may skip validation of lines it claims were already checked.
+///
+/// ```swift
+/// switch buffer.withUnsafeBytes({ parseRequestHead($0, limits: limits, scanned: scanned) }) {
+/// case .complete(let head, let consumed): handle(head); buffer.removeFirst(consumed)
+/// case .needMore(let s): scanned = s  // read more, then call again
+/// case .invalid(let error): respond(error.status, error.code); close()
+/// }
+/// ```
 package func parseRequestHead(
     _ buffer: UnsafeRawBufferPointer, limits: HTTPParserLimits, scanned: Int = 0
 ) -> HTTPHeadParseResult {
-    fatalError("pending")
+    parseRequestHeadImpl(buffer, limits: limits, scanned: scanned)
 }
 
 /// Decides the body framing of a parsed head, refusing whatever could be read two ways.
 /// Unknown transfer codings answer 501 `not_implemented`; a body-carrying method without a length
 /// is `.none` (RFC 9112 §6.3: a request with neither field has no body).
+///
+/// Also checks `Host` (RFC 9112 §3.2): an HTTP/1.1 request needs exactly one, any request at
+/// most one. Repeated `Content-Length` values that are all equal (`5, 5`) count as one
+/// (RFC 9112 §6.3 item 5); any difference is 400.
 package func bodyFraming(of head: HTTPRequestHead) -> Result<HTTPBodyFraming, HTTPParseError> {
-    fatalError("pending")
-}
-
-/// Incremental decoder of a chunked body (RFC 9112 §7.1). Feed it bytes as they arrive.
-package struct ChunkedBodyDecoder: Sendable {
-    package enum Step: Sendable {
-        /// `consumed` bytes were used; `data` ranges of the input are body bytes, in order.
-        case progress(consumed: Int, data: [Range<Int>])
-        /// The last chunk and trailers were read; `consumed` bytes through the final CRLF.
-        case done(consumed: Int, data: [Range<Int>])
-        case invalid(HTTPParseError)
-    }
-    package init(maxTrailerBytes: Int = 8 * 1024) {}
-
-    package mutating func decode(_ input: UnsafeRawBufferPointer) -> Step {
-        fatalError("pending")
-    }
+    bodyFramingImpl(of: head)
 }
 
 /// Serialises a response head: status line, headers, blank line.
+///
+/// CR and LF inside names or values are written as SP, so a header can never split the response.
+/// ```swift
+/// serializeResponseHead(version: .http1_1, status: .ok, headers: ["Content-Length": "2"], into: &out)
+/// // "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n"
+/// ```
 package func serializeResponseHead(
     version: HTTPVersion, status: HTTPStatus, headers: HTTPHeaders, into buffer: inout [UInt8]
 ) {
-    fatalError("pending")
+    serializeResponseHeadImpl(version: version, status: status, headers: headers, into: &buffer)
 }

@@ -1,0 +1,222 @@
+// Incremental chunked-body decoder (RFC 9112 §7.1). Model: picohttpparser's `phr_decode_chunked`,
+// except that data is not moved: the decoder reports which ranges of the input are body bytes.
+//
+//   chunked-body = *chunk last-chunk trailer-section CRLF
+//   chunk        = chunk-size [ chunk-ext ] CRLF chunk-data CRLF
+//   last-chunk   = 1*("0") [ chunk-ext ] CRLF
+//
+// Stricter than the grammar: no whitespace around the size (no BWS before `;`), CRLF only.
+// Extensions are skipped but bounded per line; trailers are checked, bounded and discarded.
+
+/// Incremental decoder of a chunked body (RFC 9112 §7.1). Feed it bytes as they arrive.
+///
+/// ```swift
+/// var decoder = ChunkedBodyDecoder()
+/// switch input.withUnsafeBytes({ decoder.decode($0) }) {
+/// case .progress(let consumed, let data): append(data); drop(consumed)  // wait for more
+/// case .done(let consumed, let data): append(data); drop(consumed)      // body complete
+/// case .invalid(let error): respond(error); close()
+/// }
+/// ```
+package struct ChunkedBodyDecoder: Sendable {
+    package enum Step: Sendable {
+        /// `consumed` bytes were used; `data` ranges of the input are body bytes, in order.
+        case progress(consumed: Int, data: [Range<Int>])
+        /// The last chunk and trailers were read; `consumed` bytes through the final CRLF.
+        case done(consumed: Int, data: [Range<Int>])
+        case invalid(HTTPParseError)
+    }
+
+    private enum State: Sendable {
+        case size  // hex digits of chunk-size
+        case sizeExtension  // after ';', until CR
+        case sizeLF  // CR seen at the end of the size line
+        case data  // `remaining` bytes of chunk-data
+        case dataCR  // CRLF after chunk-data
+        case dataLF
+        case trailerLineStart  // a trailer field or the final CRLF
+        case trailerName
+        case trailerValue
+        case trailerLF
+        case finalLF
+        case done
+        case failed(HTTPParseError)
+    }
+
+    /// Most hex digits in a chunk-size, leading zeros included: more is refused rather than
+    /// scanned forever. `Int.max` needs 16.
+    package static let maxSizeDigits = 32
+
+    /// Most bytes of trailer section (after the last chunk); more answers 431.
+    package let maxTrailerBytes: Int
+    /// Most bytes of chunk extensions on one size line; more answers 400.
+    package let maxExtensionBytes: Int
+
+    private var state = State.size
+    private var digits = 0
+    /// The chunk-size being read, then the data bytes still expected.
+    private var remaining = 0
+    private var extensionBytes = 0
+    private var trailerBytes = 0
+
+    package init(maxTrailerBytes: Int = 8 * 1024) {
+        self.init(maxTrailerBytes: maxTrailerBytes, maxExtensionBytes: 1024)
+    }
+
+    /// - Parameters:
+    ///   - maxTrailerBytes: bound on the trailer section (431 beyond it).
+    ///   - maxExtensionBytes: bound on the extensions of one size line (400 beyond it).
+    package init(maxTrailerBytes: Int, maxExtensionBytes: Int) {
+        self.maxTrailerBytes = maxTrailerBytes
+        self.maxExtensionBytes = maxExtensionBytes
+    }
+
+    /// Whether the terminating CRLF has been read.
+    package var isDone: Bool {
+        if case .done = state { return true }
+        return false
+    }
+
+    /// Consumes as much of `input` as it can. Returns `.progress` with `consumed == input.count`
+    /// until the body ends; `.done` then leaves any bytes after the final CRLF unconsumed; after
+    /// `.done` every call returns `.done(consumed: 0, data: [])`. After `.invalid`, every call
+    /// returns the same error.
+    package mutating func decode(_ input: UnsafeRawBufferPointer) -> Step {
+        var data: [Range<Int>] = []
+        var i = 0
+        let count = input.count
+        while i < count {
+            switch state {
+            case .failed(let error):
+                return .invalid(error)
+            case .done:
+                return .done(consumed: i, data: data)
+            case .data:
+                let n = min(remaining, count - i)
+                data.append(i..<(i + n))
+                remaining -= n
+                i += n
+                if remaining == 0 { state = .dataCR }
+                continue
+            default:
+                break
+            }
+            let b = input[i]
+            i += 1
+            if let error = step(b) {
+                state = .failed(error)
+                return .invalid(error)
+            }
+            if case .done = state { return .done(consumed: i, data: data) }
+        }
+        switch state {
+        case .failed(let error): return .invalid(error)
+        case .done: return .done(consumed: i, data: data)
+        default: return .progress(consumed: i, data: data)
+        }
+    }
+
+    /// Advances the state machine by one framing byte; returns an error to stop.
+    private mutating func step(_ b: UInt8) -> HTTPParseError? {
+        switch state {
+        case .size:
+            if let v = HTTPBytes.hexValue(b) {
+                digits += 1
+                if digits > Self.maxSizeDigits { return .badRequest("chunk size has too many digits") }
+                let (times16, o1) = remaining.multipliedReportingOverflow(by: 16)
+                let (sum, o2) = times16.addingReportingOverflow(v)
+                if o1 || o2 { return .badRequest("chunk size overflows") }
+                remaining = sum
+                return nil
+            }
+            if digits == 0 { return .badRequest("chunk size must start with a hex digit") }
+            switch b {
+            case HTTPBytes.semicolon:
+                extensionBytes = 0
+                state = .sizeExtension
+            case HTTPBytes.cr:
+                state = .sizeLF
+            case HTTPBytes.lf:
+                return .badRequest("bare LF after chunk size")
+            default:
+                return .badRequest("invalid character after chunk size")
+            }
+        case .sizeExtension:
+            if b == HTTPBytes.cr {
+                state = .sizeLF
+            } else if b == HTTPBytes.lf {
+                return .badRequest("bare LF in chunk extension")
+            } else if HTTPBytes.isFieldValueByte(b) {
+                extensionBytes += 1
+                if extensionBytes > maxExtensionBytes { return .badRequest("chunk extensions too long") }
+            } else {
+                return .badRequest("control character in chunk extension")
+            }
+        case .sizeLF:
+            guard b == HTTPBytes.lf else { return .badRequest("bare CR after chunk size") }
+            if remaining == 0 {
+                trailerBytes = 0
+                state = .trailerLineStart
+            } else {
+                state = .data
+            }
+        case .dataCR:
+            guard b == HTTPBytes.cr else { return .badRequest("missing CRLF after chunk data") }
+            state = .dataLF
+        case .dataLF:
+            guard b == HTTPBytes.lf else { return .badRequest("missing CRLF after chunk data") }
+            digits = 0
+            remaining = 0
+            state = .size
+        case .trailerLineStart, .trailerName, .trailerValue, .trailerLF, .finalLF:
+            trailerBytes += 1
+            if trailerBytes > maxTrailerBytes {
+                return .headersTooLarge("trailer section exceeds \(maxTrailerBytes) bytes")
+            }
+            return trailerStep(b)
+        case .data, .done, .failed:
+            break  // handled by `decode`
+        }
+        return nil
+    }
+
+    /// Trailer field lines have the header grammar (RFC 9112 §7.1.2); they are checked, then dropped.
+    private mutating func trailerStep(_ b: UInt8) -> HTTPParseError? {
+        switch state {
+        case .trailerLineStart:
+            if b == HTTPBytes.cr {
+                state = .finalLF
+            } else if HTTPBytes.isTchar(b) {
+                state = .trailerName
+            } else if HTTPBytes.isOWS(b) {
+                return .badRequest("obsolete line folding in trailer")
+            } else if b == HTTPBytes.lf {
+                return .badRequest("bare LF in trailer")
+            } else {
+                return .badRequest("invalid trailer field name")
+            }
+        case .trailerName:
+            if b == HTTPBytes.colon {
+                state = .trailerValue
+            } else if !HTTPBytes.isTchar(b) {
+                return .badRequest(
+                    HTTPBytes.isOWS(b) ? "whitespace between trailer name and colon" : "invalid trailer field name")
+            }
+        case .trailerValue:
+            if b == HTTPBytes.cr {
+                state = .trailerLF
+            } else if !HTTPBytes.isFieldValueByte(b) {
+                return .badRequest(b == HTTPBytes.lf ? "bare LF in trailer" : "control character in trailer")
+            }
+        case .trailerLF:
+            guard b == HTTPBytes.lf else { return .badRequest("bare CR in trailer") }
+            state = .trailerLineStart
+        case .finalLF:
+            guard b == HTTPBytes.lf else { return .badRequest("bare CR at the end of the chunked body") }
+            state = .done
+        default:
+            break
+        }
+        return nil
+    }
+}

@@ -1,0 +1,282 @@
+import HTTP1
+import Reactor
+
+/// Per-loop state shared by the connections on that loop. Confined to the loop's thread.
+final class LoopContext: @unchecked Sendable {
+    let loop: EventLoop
+    let server: ServerShared
+    /// One read buffer per loop: bytes are copied out of it into the connection's own buffer,
+    /// so an idle connection holds no read buffer at all.
+    let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 8)
+    var dateCache = DateCache()
+    var connections: [ObjectIdentifier: HTTPConnection] = [:]
+    var draining = false
+
+    init(loop: EventLoop, server: ServerShared) {
+        self.loop = loop
+        self.server = server
+    }
+
+    deinit { scratch.deallocate() }
+}
+
+/// The I/O shell around `ConnectionStateMachine`: reads, writes, timers, and calling the
+/// responder. Lives on one loop; `@unchecked Sendable` only so completions can carry it back
+/// to that loop through `execute`.
+final class HTTPConnection: IOHandler, @unchecked Sendable {
+    private let fd: Int32
+    private let context: LoopContext
+    private var machine: ConnectionStateMachine
+    private var outgoing: [UInt8] = []
+    private var outgoingOffset = 0
+    private var interest: Interest = .read
+    private var timer: TimerID?
+    private var armedDeadline: UInt64?
+    private(set) var closed = false
+    private var lingering = false
+    /// Counts delivered requests, so a late or duplicate completion cannot answer a later one.
+    private var serial: UInt64 = 0
+    private var dispatching = false
+    private var synchronousResponse: HTTPResponse?
+
+    private static let lingerNanoseconds: UInt64 = 1_000_000_000
+
+    init(fd: Int32, context: LoopContext) {
+        self.fd = fd
+        self.context = context
+        machine = ConnectionStateMachine(limits: context.server.limits, now: monotonicNanoseconds())
+    }
+
+    /// Registers with the loop. Must run on the loop.
+    func start() {
+        try? Socket.setNoDelay(fd)
+        do {
+            try context.loop.register(fd: fd, interest: .read, handler: self)
+        } catch {
+            Socket.close(fd)
+            closed = true
+            context.server.connectionClosed()
+            return
+        }
+        context.connections[ObjectIdentifier(self)] = self
+        if context.draining {
+            run(machine.beginDrain())
+        } else {
+            syncTimer()
+        }
+    }
+
+    // MARK: - IOHandler
+
+    func readable() {
+        guard !closed else { return }
+        if lingering {
+            drainLinger()
+            return
+        }
+        guard machine.wantsRead else {
+            // Only hang-ups arrive without read interest: the peer is gone, nobody to answer.
+            finalClose()
+            return
+        }
+        // A few reads per wake-up, then let other connections run.
+        for _ in 0..<4 {
+            let result: IOResult<Int>
+            do {
+                result = try Socket.read(fd, into: context.scratch)
+            } catch {
+                finalClose()
+                return
+            }
+            switch result {
+            case .wouldBlock:
+                return
+            case .processed(0):
+                run(machine.endOfInput(now: monotonicNanoseconds()))
+                if !closed && machine.wantsRead == false { setInterest(interest.subtracting(.read)) }
+                return
+            case .processed(let count):
+                run(machine.bytesRead(UnsafeRawBufferPointer(rebasing: context.scratch[0..<count]), now: monotonicNanoseconds()))
+                if closed || !machine.wantsRead || lingering { return }
+            }
+        }
+    }
+
+    func writable() {
+        guard !closed else { return }
+        if flush() { run(machine.writeCompleted(now: monotonicNanoseconds())) }
+    }
+
+    // MARK: - Driving the machine
+
+    /// Performs actions until the machine has nothing more to do now. Iterative, so a burst of
+    /// pipelined requests answered synchronously does not grow the stack.
+    private func run(_ first: ConnectionStateMachine.Action) {
+        var action = first
+        loop: while !closed {
+            switch action {
+            case .none:
+                break loop
+            case .write(let bytes):
+                if outgoing.isEmpty {
+                    outgoing = bytes
+                } else {
+                    outgoing.append(contentsOf: bytes)
+                }
+                guard flush() else { break loop }
+                action = machine.writeCompleted(now: monotonicNanoseconds())
+            case .deliver(let request):
+                guard let response = dispatch(request) else { break loop }
+                action = machine.responseReady(response, date: context.dateCache.current(), now: monotonicNanoseconds())
+            case .renderError(let error, let head):
+                let response = context.server.responder.respond(toProtocolError: error, requestHead: head)
+                action = machine.responseReady(response, date: context.dateCache.current(), now: monotonicNanoseconds())
+            case .close(let graceful):
+                if graceful { beginLinger() } else { finalClose() }
+                break loop
+            }
+        }
+        guard !closed, !lingering else { return }
+        var wanted: Interest = []
+        if machine.wantsRead { wanted.insert(.read) }
+        if outgoingOffset < outgoing.count { wanted.insert(.write) }
+        setInterest(wanted)
+        syncTimer()
+    }
+
+    /// Calls the responder. Returns the response if it completed synchronously on this thread.
+    private func dispatch(_ request: HTTPRequest) -> HTTPResponse? {
+        serial &+= 1
+        let expected = serial
+        let loop = context.loop
+        dispatching = true
+        synchronousResponse = nil
+        context.server.responder.respond(to: request) { [self] response in
+            if loop.inEventLoop {
+                if dispatching && serial == expected {
+                    synchronousResponse = response
+                } else {
+                    completed(response, serial: expected)
+                }
+            } else {
+                loop.execute { self.completed(response, serial: expected) }
+            }
+        }
+        dispatching = false
+        defer { synchronousResponse = nil }
+        return synchronousResponse
+    }
+
+    /// An asynchronous completion, back on the loop. The connection may have closed meanwhile.
+    private func completed(_ response: HTTPResponse, serial: UInt64) {
+        guard !closed, !lingering, serial == self.serial else { return }
+        run(machine.responseReady(response, date: context.dateCache.current(), now: monotonicNanoseconds()))
+    }
+
+    /// Writes queued bytes. True when everything is out; false if the socket is full (write
+    /// interest is armed) or the connection failed and closed.
+    private func flush() -> Bool {
+        while outgoingOffset < outgoing.count {
+            let result: IOResult<Int>
+            do {
+                result = try outgoing.withUnsafeBytes { all in
+                    try Socket.write(fd, UnsafeRawBufferPointer(rebasing: all[outgoingOffset...]))
+                }
+            } catch {
+                finalClose()
+                return false
+            }
+            switch result {
+            case .processed(let count):
+                outgoingOffset += count
+            case .wouldBlock:
+                setInterest(interest.union(.write))
+                return false
+            }
+        }
+        // Keep a small buffer for the next response; drop a big one.
+        if outgoing.capacity > 16 * 1024 { outgoing = [] } else { outgoing.removeAll(keepingCapacity: true) }
+        outgoingOffset = 0
+        if interest.contains(.write) { setInterest(interest.subtracting(.write)) }
+        return true
+    }
+
+    /// Server shutdown reached this connection.
+    func beginDrain() {
+        guard !closed, !lingering else { return }
+        run(machine.beginDrain())
+    }
+
+    // MARK: - Timers
+
+    /// Keeps at most one timer armed, at or before the machine's deadline. A later deadline does
+    /// not re-arm: the early timer fires, sees the deadline moved, and arms again.
+    private func syncTimer() {
+        guard let deadline = machine.deadline else { return }
+        if let armed = armedDeadline, armed <= deadline { return }
+        if let timer { context.loop.cancelTimer(timer) }
+        armedDeadline = deadline
+        timer = context.loop.scheduleTimer(at: deadline) { [weak self] in self?.timerFired() }
+    }
+
+    private func timerFired() {
+        timer = nil
+        armedDeadline = nil
+        guard !closed else { return }
+        if lingering {
+            finalClose()
+            return
+        }
+        run(machine.timerFired(now: monotonicNanoseconds()))
+        if !closed && !lingering { syncTimer() }
+    }
+
+    // MARK: - Closing
+
+    /// RFC 9112 §9.6: half-close, then read and discard until the peer closes (or a short
+    /// timeout), so unread request bytes do not turn our close into an RST that destroys the response.
+    private func beginLinger() {
+        lingering = true
+        Socket.shutdownWrite(fd)
+        context.server.connectionFinished()
+        setInterest(.read)
+        if let timer { context.loop.cancelTimer(timer) }
+        armedDeadline = nil
+        timer = context.loop.scheduleTimer(at: monotonicNanoseconds() &+ Self.lingerNanoseconds) { [weak self] in
+            self?.timerFired()
+        }
+    }
+
+    private func drainLinger() {
+        while true {
+            switch try? Socket.read(fd, into: context.scratch) {
+            case .processed(let count) where count > 0:
+                continue
+            case .wouldBlock:
+                return
+            default:
+                finalClose()
+                return
+            }
+        }
+    }
+
+    /// Unregisters and closes the fd now. Idempotent.
+    func finalClose() {
+        guard !closed else { return }
+        closed = true
+        if let timer { context.loop.cancelTimer(timer) }
+        timer = nil
+        context.loop.unregister(fd: fd)
+        Socket.close(fd)
+        if !lingering { context.server.connectionFinished() }
+        context.server.connectionClosed()
+        context.connections[ObjectIdentifier(self)] = nil
+    }
+
+    private func setInterest(_ wanted: Interest) {
+        guard wanted != interest, !closed else { return }
+        interest = wanted
+        try? context.loop.setInterest(fd: fd, wanted)
+    }
+}

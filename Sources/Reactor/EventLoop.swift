@@ -1,0 +1,234 @@
+import CLinux
+import Glibc
+import Synchronization
+
+/// Something registered on an event loop for readiness of one fd. Called on the loop thread.
+package protocol IOHandler: AnyObject {
+    /// The fd is readable, hung up or in error: the next read says which.
+    func readable()
+    /// The fd accepts writes again (only delivered while `.write` interest is set).
+    func writable()
+}
+
+/// One thread, one epoll instance: fd registrations, timers, and a queue of closures other
+/// threads hand in (STYLE example 7).
+///
+/// Everything except `execute`, `stop`, `join` and `inEventLoop` must be called on the loop
+/// thread; this is checked in debug builds.
+///
+/// ```swift
+/// let loop = try EventLoop(name: "loop-0")
+/// loop.start()
+/// loop.execute { print("on the loop") }
+/// ```
+package final class EventLoop: @unchecked Sendable {
+    private struct Registration {
+        var generation: UInt32
+        var interest: Interest
+        var handler: any IOHandler
+    }
+
+    /// The thread name, for debugging.
+    package let name: String
+    private let epollFD: Int32
+    private let wakeFD: Int32
+    // Loop-thread state.
+    private var registrations: [Registration?] = []
+    private var nextGeneration: UInt32 = 0
+    private var timers = TimerHeap()
+    private var running = true
+    // Cross-thread state.
+    private let tasks = Mutex<[@Sendable () -> Void]>([])
+    private let wakeupPending = Atomic<Bool>(false)
+    private let threadID = Atomic<UInt>(0)
+    private let finished = Atomic<Bool>(false)
+    private var thread: pthread_t?
+
+    /// Creates the epoll instance and the wake-up eventfd; call `start()` to run.
+    package init(name: String) throws {
+        self.name = name
+        epollFD = try Epoll.create()
+        do {
+            wakeFD = try EventFD.create()
+        } catch {
+            close(epollFD)
+            throw error
+        }
+        // The wake fd uses generation 0, which no registration gets.
+        try Epoll.ctl(epollFD, EPOLL_CTL_ADD, fd: wakeFD, mask: EPOLLIN.rawValue, data: UInt64(UInt32(bitPattern: wakeFD)))
+    }
+
+    deinit {
+        close(wakeFD)
+        close(epollFD)
+    }
+
+    /// True when called on this loop's thread.
+    package var inEventLoop: Bool {
+        threadID.load(ordering: .acquiring) == UInt(pthread_self())
+    }
+
+    /// Starts the loop on a new thread.
+    package func start() {
+        let box = Unmanaged.passRetained(self).toOpaque()
+        var tid = pthread_t()
+        let rc = pthread_create(&tid, nil, { raw in
+            let loop = Unmanaged<EventLoop>.fromOpaque(raw!).takeRetainedValue()
+            loop.run()
+            return nil
+        }, box)
+        precondition(rc == 0, "pthread_create failed: \(rc)")
+        thread = tid
+    }
+
+    /// Runs `task` on the loop thread, soon. Safe from any thread, including the loop's.
+    package func execute(_ task: @escaping @Sendable () -> Void) {
+        tasks.withLock { $0.append(task) }
+        if !wakeupPending.exchange(true, ordering: .acquiringAndReleasing) {
+            try? EventFD.signal(wakeFD)
+        }
+    }
+
+    /// Asks the loop to stop after its current iteration and waits for the thread to end,
+    /// unless called on the loop itself. Idempotent.
+    package func stop() {
+        execute { [self] in running = false }
+        if !inEventLoop, let thread {
+            if !finished.exchange(true, ordering: .acquiringAndReleasing) {
+                pthread_join(thread, nil)
+            }
+        }
+    }
+
+    // MARK: - Registrations (loop thread)
+
+    /// Registers `fd` for `interest`; the loop keeps `handler` alive until `unregister`.
+    package func register(fd: Int32, interest: Interest, handler: any IOHandler) throws {
+        assert(inEventLoop)
+        nextGeneration &+= 1
+        if nextGeneration == 0 { nextGeneration = 1 }
+        let index = Int(fd)
+        if index >= registrations.count {
+            registrations.append(contentsOf: repeatElement(nil, count: index + 1 - registrations.count))
+        }
+        try Epoll.ctl(epollFD, EPOLL_CTL_ADD, fd: fd, mask: interest.epollMask, data: Self.userData(fd: fd, generation: nextGeneration))
+        registrations[index] = Registration(generation: nextGeneration, interest: interest, handler: handler)
+    }
+
+    /// Changes what `fd` waits for; a no-op when unchanged.
+    package func setInterest(fd: Int32, _ interest: Interest) throws {
+        assert(inEventLoop)
+        guard Int(fd) < registrations.count, var registration = registrations[Int(fd)] else { return }
+        guard registration.interest != interest else { return }
+        try Epoll.ctl(epollFD, EPOLL_CTL_MOD, fd: fd, mask: interest.epollMask, data: Self.userData(fd: fd, generation: registration.generation))
+        registration.interest = interest
+        registrations[Int(fd)] = registration
+    }
+
+    /// Removes `fd` from epoll and drops the handler. Call before closing the fd.
+    package func unregister(fd: Int32) {
+        assert(inEventLoop)
+        guard Int(fd) < registrations.count, registrations[Int(fd)] != nil else { return }
+        registrations[Int(fd)] = nil
+        try? Epoll.ctl(epollFD, EPOLL_CTL_DEL, fd: fd, mask: 0, data: 0)
+    }
+
+    // MARK: - Timers (loop thread)
+
+    /// Calls `body` on the loop once `monotonicNanoseconds()` reaches `deadline`.
+    @discardableResult
+    package func scheduleTimer(at deadline: UInt64, _ body: @escaping () -> Void) -> TimerID {
+        assert(inEventLoop)
+        return timers.schedule(at: deadline, body)
+    }
+
+    /// Cancels a timer; harmless if it already fired.
+    package func cancelTimer(_ id: TimerID) {
+        assert(inEventLoop)
+        timers.cancel(id)
+    }
+
+    // MARK: - The loop
+
+    // epoll data: fd in the low 32 bits, generation in the high 32, so an event queued for a
+    // closed fd whose number was reused does not reach the new owner.
+    private static func userData(fd: Int32, generation: UInt32) -> UInt64 {
+        UInt64(generation) << 32 | UInt64(UInt32(bitPattern: fd))
+    }
+
+    private func run() {
+        threadID.store(UInt(pthread_self()), ordering: .releasing)
+        let capacity: Int32 = 256
+        let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: Int(capacity))
+        defer { events.deallocate() }
+        while running {
+            let timeout = nextTimeoutMilliseconds()
+            let count: Int
+            do {
+                count = try Epoll.wait(epollFD, events, capacity: capacity, timeoutMs: timeout)
+            } catch {
+                preconditionFailure("epoll_wait: \(error)")
+            }
+            for index in 0..<count {
+                dispatch(events[index])
+            }
+            runTasks()
+            runTimers()
+        }
+        // Drop handlers so their cycles through the loop end with it.
+        registrations.removeAll()
+    }
+
+    private func dispatch(_ event: epoll_event) {
+        let data = event.data.u64
+        let fd = Int32(bitPattern: UInt32(truncatingIfNeeded: data))
+        let generation = UInt32(truncatingIfNeeded: data >> 32)
+        if generation == 0 {
+            wakeupPending.store(false, ordering: .releasing)
+            try? EventFD.drain(wakeFD)
+            return
+        }
+        let readiness = Readiness(mask: event.events)
+        guard let registration = current(fd: fd, generation: generation) else { return }
+        if readiness.readable, registration.interest.contains(.read) || readiness.hangup {
+            registration.handler.readable()
+        }
+        // The read handler may have closed the fd (or it may now belong to someone else).
+        if readiness.writable, let again = current(fd: fd, generation: generation),
+            again.interest.contains(.write)
+        {
+            again.handler.writable()
+        }
+    }
+
+    private func current(fd: Int32, generation: UInt32) -> Registration? {
+        guard Int(fd) < registrations.count, let registration = registrations[Int(fd)],
+            registration.generation == generation
+        else { return nil }
+        return registration
+    }
+
+    private func runTasks() {
+        let pending = tasks.withLock { queue -> [@Sendable () -> Void] in
+            let taken = queue
+            queue.removeAll()
+            return taken
+        }
+        for task in pending { task() }
+    }
+
+    private func runTimers() {
+        guard !timers.isEmpty else { return }
+        for body in timers.popDue(now: monotonicNanoseconds()) { body() }
+    }
+
+    private func nextTimeoutMilliseconds() -> Int32 {
+        if tasks.withLock({ !$0.isEmpty }) { return 0 }
+        guard let deadline = timers.nextDeadline() else { return -1 }
+        let now = monotonicNanoseconds()
+        if deadline <= now { return 0 }
+        // Round up so we never wake just before the deadline and spin.
+        let ms = (deadline - now + 999_999) / 1_000_000
+        return Int32(min(ms, 60_000))
+    }
+}

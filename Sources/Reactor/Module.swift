@@ -1,1 +1,0 @@
-// Reactor module: implementation lands in its own commit.

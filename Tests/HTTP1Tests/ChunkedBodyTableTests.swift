@@ -1,0 +1,180 @@
+// The chunked-body table (RFC 9112 §7.1): one literal body per line, replayed whole, byte by
+// byte and at random splits; all must agree with each other and with the expectation.
+
+import HTTP1
+import Testing
+
+enum ChunkedExpectation: Sendable {
+    /// The body ends; `consumed` bytes through the final CRLF (nil: all of the input).
+    case done(String, consumed: Int? = nil)
+    /// The input ends inside the body; the data so far.
+    case progress(String)
+    case error(Int, String)
+}
+
+struct ChunkedCase: Sendable, CustomTestStringConvertible {
+    let name: String
+    let bytes: [UInt8]
+    let expected: ChunkedExpectation
+    let maxTrailerBytes: Int
+    var testDescription: String { name }
+
+    init(_ name: String, _ raw: String, _ expected: ChunkedExpectation, maxTrailerBytes: Int = 8 * 1024) {
+        self.name = name
+        self.bytes = Array(raw.utf8)
+        self.expected = expected
+        self.maxTrailerBytes = maxTrailerBytes
+    }
+}
+
+private let bad = ChunkedExpectation.error(400, "invalid_request")
+
+let chunkedCases: [ChunkedCase] = [
+    .init("single chunk", "5\r\nhello\r\n0\r\n\r\n", .done("hello")),
+    .init("two chunks", "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n", .done("hello world")),
+    .init("empty body", "0\r\n\r\n", .done("")),
+    .init("uppercase hex size", "A\r\n0123456789\r\n0\r\n\r\n", .done("0123456789")),
+    .init("lowercase hex size", "a\r\n0123456789\r\n0\r\n\r\n", .done("0123456789")),
+    .init("leading zeros", "0005\r\nhello\r\n000\r\n\r\n", .done("hello")),
+    .init("CRLF inside data is data", "4\r\n\r\n\r\n\r\n0\r\n\r\n", .done("\r\n\r\n")),
+    .init("chunk extension ignored", "5;name=value\r\nhello\r\n0;last\r\n\r\n", .done("hello")),
+    .init("quoted extension value", "5;a=\"x y\";b\r\nhello\r\n0\r\n\r\n", .done("hello")),
+    .init("trailers discarded", "5\r\nhello\r\n0\r\nX-Trailer: 1\r\nY:\r\n\r\n", .done("hello")),
+    .init("bytes after body left", "5\r\nhello\r\n0\r\n\r\nGET / HTTP/1.1", .done("hello", consumed: 15)),
+    .init("incomplete size line", "5\r", .progress("")),
+    .init("incomplete data", "5\r\nhel", .progress("hel")),
+    .init("incomplete after data", "5\r\nhello\r\n", .progress("hello")),
+    .init("incomplete trailer", "0\r\nX: 1\r\n", .progress("")),
+    .init("largest size, no data yet", "7FFFFFFFFFFFFFFF\r\n", .progress("")),
+    .init("empty chunk size", "\r\nhello\r\n0\r\n\r\n", bad),
+    .init("size with 0x", "0x5\r\nhello\r\n0\r\n\r\n", bad),
+    .init("size with plus sign", "+5\r\nhello\r\n0\r\n\r\n", bad),
+    .init("size with minus sign", "-5\r\nhello\r\n0\r\n\r\n", bad),
+    .init("space after size", "5 \r\nhello\r\n0\r\n\r\n", bad),
+    .init("space before size", " 5\r\nhello\r\n0\r\n\r\n", bad),
+    .init("space before extension", "5 ;x\r\nhello\r\n0\r\n\r\n", bad),
+    .init("non-hex size", "g\r\n", bad),
+    .init("bare LF after size", "5\nhello\r\n0\r\n\r\n", bad),
+    .init("bare CR after size", "5\rhello\r\n0\r\n\r\n", bad),
+    .init("missing CRLF after data", "5\r\nhelloX\r\n0\r\n\r\n", bad),
+    .init("bare LF after data", "5\r\nhello\n0\r\n\r\n", bad),
+    .init("bare CR after data", "5\r\nhello\r0\r\n\r\n", bad),
+    .init("data longer than size", "3\r\nhello\r\n0\r\n\r\n", bad),
+    .init("size overflow by one", "8000000000000000\r\n", bad),
+    .init("size overflow, 17 digits", "FFFFFFFFFFFFFFFFF\r\n", bad),
+    .init("too many zero digits", String(repeating: "0", count: 33) + "5\r\n", bad),
+    .init("extension too long", "5;" + String(repeating: "x", count: 1025) + "\r\nhello\r\n0\r\n\r\n", bad),
+    .init("NUL in extension", "5;a\u{0}\r\nhello\r\n0\r\n\r\n", bad),
+    .init("bare LF in extension", "5;a\nhello\r\n0\r\n\r\n", bad),
+    .init("trailer too large", "0\r\nX-Trailer: 12345678901234567890\r\n\r\n", .error(431, "headers_too_large"),
+          maxTrailerBytes: 16),
+    .init("trailer at limit", "0\r\nX: 123456789\r\n\r\n", .done(""), maxTrailerBytes: 16),
+    .init("obs-fold in trailer", "0\r\nX: 1\r\n 2\r\n\r\n", bad),
+    .init("bare LF in trailer", "0\r\nX: 1\n\r\n", bad),
+    .init("bare CR in trailer", "0\r\nX: 1\r2\r\n\r\n", bad),
+    .init("trailer without colon", "0\r\nX\r\n\r\n", bad),
+    .init("space before colon in trailer", "0\r\nX : 1\r\n\r\n", bad),
+    .init("NUL in trailer value", "0\r\nX: \u{0}\r\n\r\n", bad),
+    .init("bare LF as final line", "0\r\n\n", bad),
+    .init("bare CR as final line", "0\r\n\rX", bad),
+]
+
+@Suite("Chunked body table")
+struct ChunkedBodyTableTests {
+    @Test("case", arguments: chunkedCases)
+    func replay(_ c: ChunkedCase) {
+        var outcomes: [(String, ChunkedOutcome)] = []
+        for (plan, cuts) in replayCuts(count: c.bytes.count) {
+            let (outcome, problems) = decodeInPieces(c.bytes, cuts: cuts) {
+                ChunkedBodyDecoder(maxTrailerBytes: c.maxTrailerBytes)
+            }
+            #expect(problems.isEmpty, "\(plan): \(problems)")
+            outcomes.append((plan, outcome))
+        }
+        let whole = outcomes[0].1
+        for (plan, outcome) in outcomes.dropFirst() {
+            #expect(outcome == whole, "\(plan) disagrees with whole: \(outcome) vs \(whole)")
+        }
+        switch c.expected {
+        case .done(let body, let consumed):
+            #expect(whole == .done(body: Array(body.utf8), consumed: consumed ?? c.bytes.count))
+        case .progress(let body):
+            #expect(whole == .progress(body: Array(body.utf8)))
+        case .error(let status, let code):
+            guard case .invalid(let error) = whole else {
+                Issue.record("expected \(status) \(code), got \(whole)")
+                return
+            }
+            #expect(error.status.code == status && error.code == code, "\(error)")
+        }
+    }
+
+    @Test("an invalid decoder stays invalid")
+    func staysInvalid() {
+        var decoder = ChunkedBodyDecoder()
+        let first = Array("x\r\n".utf8).withUnsafeBytes { decoder.decode($0) }
+        let second = Array("5\r\nhello\r\n".utf8).withUnsafeBytes { decoder.decode($0) }
+        guard case .invalid(let e1) = first, case .invalid(let e2) = second else {
+            Issue.record("expected invalid twice, got \(first) then \(second)")
+            return
+        }
+        #expect(e1 == e2)
+    }
+
+    @Test("data ranges point into the input, not a copy")
+    func rangesIndexInput() {
+        var decoder = ChunkedBodyDecoder()
+        let input = Array("3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n".utf8)
+        guard case .done(let consumed, let data) = input.withUnsafeBytes({ decoder.decode($0) }) else {
+            Issue.record("not done")
+            return
+        }
+        #expect(consumed == input.count)
+        #expect(data == [3..<6, 11..<13])
+        #expect(decoder.isDone)
+    }
+}
+
+@Suite("Response head")
+struct ResponseHeadTests {
+    private func serialize(_ version: HTTPVersion, _ status: HTTPStatus, _ headers: HTTPHeaders) -> String {
+        var out: [UInt8] = Array("prefix|".utf8)
+        serializeResponseHead(version: version, status: status, headers: headers, into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    @Test("200 with headers in order")
+    func ok() {
+        let headers = HTTPHeaders([("Content-Type", "application/json"), ("Content-Length", "2")])
+        #expect(serialize(.http1_1, .ok, headers)
+            == "prefix|HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n")
+    }
+
+    @Test("no headers")
+    func noHeaders() {
+        #expect(serialize(.http1_1, .noContent, HTTPHeaders()) == "prefix|HTTP/1.1 204 No Content\r\n\r\n")
+    }
+
+    @Test("HTTP/1.0 version and 400 with Connection: close")
+    func badRequestClose() {
+        #expect(serialize(.http1_0, .badRequest, ["Connection": "close"])
+            == "prefix|HTTP/1.0 400 Bad Request\r\nConnection: close\r\n\r\n")
+    }
+
+    @Test("every status the parser can produce has its reason phrase")
+    func parserStatuses() {
+        #expect(serialize(.http1_1, .uriTooLong, [:]) == "prefix|HTTP/1.1 414 URI Too Long\r\n\r\n")
+        #expect(serialize(.http1_1, .headersTooLarge, [:])
+            == "prefix|HTTP/1.1 431 Request Header Fields Too Large\r\n\r\n")
+        #expect(serialize(.http1_1, .notImplemented, [:]) == "prefix|HTTP/1.1 501 Not Implemented\r\n\r\n")
+        #expect(serialize(.http1_1, .httpVersionNotSupported, [:])
+            == "prefix|HTTP/1.1 505 HTTP Version Not Supported\r\n\r\n")
+        #expect(serialize(.http1_1, HTTPStatus(100), [:]) == "prefix|HTTP/1.1 100 Continue\r\n\r\n")
+    }
+
+    @Test("CR and LF in a value cannot split the response")
+    func noSplitting() {
+        #expect(serialize(.http1_1, .ok, ["X-Echo": "a\r\nSet-Cookie: x=1"])
+            == "prefix|HTTP/1.1 200 OK\r\nX-Echo: a  Set-Cookie: x=1\r\n\r\n")
+    }
+}

@@ -1,0 +1,249 @@
+// The request-head table: one literal request per line, named for what it checks, with its
+// expected outcome. Every line is replayed whole, byte by byte and at random splits.
+
+import HTTP1
+import Testing
+
+/// What a case must produce: a head (and its framing), or an error from the parser or from
+/// `bodyFraming`, or a wait for more bytes.
+enum HeadExpectation: Sendable {
+    case ok(
+        method: String, target: String, version: HTTPVersion = .http1_1,
+        headers: [String]? = nil, framing: HTTPBodyFraming = .none, consumed: Int? = nil)
+    /// `parseRequestHead` refuses the bytes.
+    case error(Int, String)
+    /// The head parses; `bodyFraming` refuses it.
+    case framingError(Int, String)
+    case needMore
+}
+
+struct HeadCase: Sendable, CustomTestStringConvertible {
+    let name: String
+    let bytes: [UInt8]
+    let expected: HeadExpectation
+    let limits: HTTPParserLimits
+    var testDescription: String { name }
+
+    init(_ name: String, _ raw: String, _ expected: HeadExpectation, limits: HTTPParserLimits = .init()) {
+        self.init(name, Array(raw.utf8), expected, limits: limits)
+    }
+    init(_ name: String, _ bytes: [UInt8], _ expected: HeadExpectation, limits: HTTPParserLimits = .init()) {
+        self.name = name
+        self.bytes = bytes
+        self.expected = expected
+        self.limits = limits
+    }
+}
+
+private let small: HTTPParserLimits = {
+    var l = HTTPParserLimits()
+    l.maxTargetLength = 16
+    l.maxHeaderSectionBytes = 64
+    l.maxHeaderCount = 3
+    return l
+}()
+
+private let bad = HeadExpectation.error(400, "invalid_request")
+private let badFraming = HeadExpectation.framingError(400, "invalid_request")
+private func b(_ s: String) -> [UInt8] { Array(s.utf8) }
+
+let headCases: [HeadCase] = [
+    // MARK: Accepted
+    .init("simple GET", "GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+          .ok(method: "GET", target: "/", headers: ["Host=a"])),
+    .init("HTTP/1.0 without Host", "GET /x HTTP/1.0\r\n\r\n",
+          .ok(method: "GET", target: "/x", version: .http1_0, headers: [])),
+    .init("query in target", "GET /a/b?x=1&y=%20#f HTTP/1.1\r\nHost: a\r\n\r\n",
+          .ok(method: "GET", target: "/a/b?x=1&y=%20#f")),
+    .init("OPTIONS asterisk", "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", .ok(method: "OPTIONS", target: "*")),
+    .init("extension method token", "M-SEARCH /x HTTP/1.1\r\nHost: a\r\n\r\n", .ok(method: "M-SEARCH", target: "/x")),
+    .init("lowercase method kept as sent", "get / HTTP/1.1\r\nHost: a\r\n\r\n", .ok(method: "get", target: "/")),
+    .init("value OWS trimmed", "GET / HTTP/1.1\r\nHost: \t a b \t \r\n\r\n",
+          .ok(method: "GET", target: "/", headers: ["Host=a b"])),
+    .init("no space after colon", "GET / HTTP/1.1\r\nHost:a\r\n\r\n", .ok(method: "GET", target: "/", headers: ["Host=a"])),
+    .init("empty value", "GET / HTTP/1.1\r\nHost: a\r\nX-Empty:\r\nX-Blank:   \r\n\r\n",
+          .ok(method: "GET", target: "/", headers: ["Host=a", "X-Empty=", "X-Blank="])),
+    .init("obs-text in value", "GET / HTTP/1.1\r\nHost: a\r\nX-Name: Zoë\r\n\r\n",
+          .ok(method: "GET", target: "/", headers: ["Host=a", "X-Name=Zoë"])),
+    .init("HTAB inside value", "GET / HTTP/1.1\r\nHost: a\r\nX: 1\t2\r\n\r\n",
+          .ok(method: "GET", target: "/", headers: ["Host=a", "X=1\t2"])),
+    .init("duplicate fields kept in order", "GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\nx: 2\r\n\r\n",
+          .ok(method: "GET", target: "/", headers: ["Host=a", "X=1", "x=2"])),
+    .init("Host name case-insensitive", "GET / HTTP/1.1\r\nhOsT: a\r\n\r\n", .ok(method: "GET", target: "/")),
+    .init("leading empty lines ignored", "\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+          .ok(method: "GET", target: "/")),
+    .init("leading empty lines at limit", String(repeating: "\r\n", count: 8) + "GET / HTTP/1.0\r\n\r\n",
+          .ok(method: "GET", target: "/", version: .http1_0)),
+    .init("pipelined two requests", "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n",
+          .ok(method: "GET", target: "/1", consumed: 28)),
+    .init("body bytes left after head", "POST /p HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello",
+          .ok(method: "POST", target: "/p", framing: .contentLength(5), consumed: 48)),
+    .init("Content-Length zero", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n",
+          .ok(method: "POST", target: "/", framing: .contentLength(0))),
+    .init("Content-Length leading zeros", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 007\r\n\r\n",
+          .ok(method: "POST", target: "/", framing: .contentLength(7))),
+    .init("repeated identical Content-Length", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n",
+          .ok(method: "POST", target: "/", framing: .contentLength(5))),
+    .init("identical Content-Length list", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 5\r\n\r\n",
+          .ok(method: "POST", target: "/", framing: .contentLength(5))),
+    .init("POST without length has no body", "POST / HTTP/1.1\r\nHost: a\r\n\r\n",
+          .ok(method: "POST", target: "/", framing: .none)),
+    .init("chunked framing", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
+          .ok(method: "POST", target: "/", framing: .chunked)),
+    .init("chunked case-insensitive with OWS", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:  ChUnKeD \r\n\r\n",
+          .ok(method: "POST", target: "/", framing: .chunked)),
+    .init("TE empty list elements ignored", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: , chunked,\r\n\r\n",
+          .ok(method: "POST", target: "/", framing: .chunked)),
+    .init("header count at limit", "GET / HTTP/1.1\r\nHost: a\r\nB: 1\r\nC: 2\r\n\r\n",
+          .ok(method: "GET", target: "/"), limits: small),
+    .init("target at limit", "GET /234567890123456 HTTP/1.1\r\nHost: a\r\n\r\n",
+          .ok(method: "GET", target: "/234567890123456"), limits: small),
+    .init("section exactly at limit", "GET / HTTP/1.1\r\nHost: a\r\nX: 12345678901234567890123456789012\r\n\r\n",
+          .ok(method: "GET", target: "/"), limits: small),
+
+    // MARK: Request line
+    .init("empty input", "", .needMore),
+    .init("incomplete request line", "GET / HT", .needMore),
+    .init("incomplete, no blank line", "GET / HTTP/1.1\r\nHost: a\r\n", .needMore),
+    .init("incomplete, final CR only", "GET / HTTP/1.1\r\nHost: a\r\n\r", .needMore),
+    .init("NUL in method", b("G") + [0] + b("T / HTTP/1.1\r\n\r\n"), bad),
+    .init("non-token in method", "GE(T / HTTP/1.1\r\n\r\n", bad),
+    .init("empty method", " / HTTP/1.1\r\n\r\n", bad),
+    .init("two SP after method", "GET  / HTTP/1.1\r\n\r\n", bad),
+    .init("two SP before version", "GET /  HTTP/1.1\r\n\r\n", bad),
+    .init("HTAB as separator", "GET\t/ HTTP/1.1\r\n\r\n", bad),
+    .init("SP after version", "GET / HTTP/1.1 \r\n\r\n", bad),
+    .init("missing version (HTTP/0.9)", "GET /\r\n\r\n", bad),
+    .init("absolute-form target", "GET http://a/ HTTP/1.1\r\nHost: a\r\n\r\n", bad),
+    .init("authority-form target", "CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n", bad),
+    .init("asterisk with GET", "GET * HTTP/1.1\r\nHost: a\r\n\r\n", bad),
+    .init("asterisk followed by more", "OPTIONS *x HTTP/1.1\r\nHost: a\r\n\r\n", bad),
+    .init("control byte in target", b("GET /a") + [0x01] + b(" HTTP/1.1\r\n\r\n"), bad),
+    .init("NUL in target", b("GET /a") + [0] + b(" HTTP/1.1\r\n\r\n"), bad),
+    .init("DEL in target", b("GET /a") + [0x7F] + b(" HTTP/1.1\r\n\r\n"), bad),
+    .init("non-ASCII in target", b("GET /") + [0xC3, 0xA9] + b(" HTTP/1.1\r\n\r\n"), bad),
+    .init("HTAB in target", "GET /a\tb HTTP/1.1\r\n\r\n", bad),
+    .init("lowercase http in version", "GET / http/1.1\r\n\r\n", bad),
+    .init("version without minor", "GET / HTTP/1\r\n\r\n", bad),
+    .init("two-digit major", "GET / HTTP/11.1\r\n\r\n", bad),
+    .init("letter in version", "GET / HTTP/1.x\r\n\r\n", bad),
+    .init("HTTP/2.0", "GET / HTTP/2.0\r\nHost: a\r\n\r\n", .error(505, "http_version_not_supported")),
+    .init("HTTP/1.2", "GET / HTTP/1.2\r\nHost: a\r\n\r\n", .error(505, "http_version_not_supported")),
+    .init("HTTP/0.9 with version", "GET / HTTP/0.9\r\n\r\n", .error(505, "http_version_not_supported")),
+    .init("target too long", "GET /2345678901234567 HTTP/1.1\r\nHost: a\r\n\r\n",
+          .error(414, "uri_too_long"), limits: small),
+    .init("target too long before line ends", "GET /23456789012345678", .error(414, "uri_too_long"), limits: small),
+
+    // MARK: Line endings
+    .init("bare LF after request line", "GET / HTTP/1.1\nHost: a\n\n", bad),
+    .init("bare CR after request line", "GET / HTTP/1.1\rHost: a\r\n\r\n", bad),
+    .init("bare LF ending a field", "GET / HTTP/1.1\r\nHost: a\n\r\n", bad),
+    .init("bare CR in value", "GET / HTTP/1.1\r\nHost: a\rb\r\n\r\n", bad),
+    .init("bare LF as blank line", "GET / HTTP/1.1\r\nHost: a\r\n\n", bad),
+    .init("bare CR as blank line", "GET / HTTP/1.1\r\nHost: a\r\n\rX", bad),
+    .init("bare LF before request line", "\nGET / HTTP/1.1\r\n\r\n", bad),
+    .init("bare CR before request line", "\rGET / HTTP/1.1\r\n\r\n", bad),
+    .init("too many leading empty lines", String(repeating: "\r\n", count: 9) + "GET / HTTP/1.0\r\n\r\n", bad),
+
+    // MARK: Field lines
+    .init("NUL in header name", b("GET / HTTP/1.1\r\nHo") + [0] + b("st: a\r\n\r\n"), bad),
+    .init("space before colon", "GET / HTTP/1.1\r\nHost : a\r\n\r\n", bad),
+    .init("HTAB before colon", "GET / HTTP/1.1\r\nHost\t: a\r\n\r\n", bad),
+    .init("empty header name", "GET / HTTP/1.1\r\nHost: a\r\n: b\r\n\r\n", bad),
+    .init("header line without colon", "GET / HTTP/1.1\r\nHost\r\n\r\n", bad),
+    .init("non-token in header name", "GET / HTTP/1.1\r\nHo(st: a\r\n\r\n", bad),
+    .init("non-ASCII in header name", b("GET / HTTP/1.1\r\nH") + [0xC3, 0xA9] + b(": a\r\n\r\n"), bad),
+    .init("obs-fold", "GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\n 2\r\n\r\n", bad),
+    .init("obs-fold with HTAB", "GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\n\t2\r\n\r\n", bad),
+    .init("whitespace before first field", "GET / HTTP/1.1\r\n Host: a\r\n\r\n", bad),
+    .init("NUL in value", b("GET / HTTP/1.1\r\nHost: a") + [0] + b("\r\n\r\n"), bad),
+    .init("control byte in value", b("GET / HTTP/1.1\r\nHost: a") + [0x1B] + b("\r\n\r\n"), bad),
+    .init("DEL in value", b("GET / HTTP/1.1\r\nHost: a") + [0x7F] + b("\r\n\r\n"), bad),
+
+    // MARK: Limits
+    .init("header section too large", "GET / HTTP/1.1\r\nHost: a\r\nX: 123456789012345678901234567890123\r\n\r\n",
+          .error(431, "headers_too_large"), limits: small),
+    .init("header section too large, unterminated", "GET / HTTP/1.1\r\nHost: a\r\nX: " + String(repeating: "v", count: 80),
+          .error(431, "headers_too_large"), limits: small),
+    .init("too many headers", "GET / HTTP/1.1\r\nHost: a\r\nB: 1\r\nC: 2\r\nD: 3\r\n\r\n",
+          .error(431, "headers_too_large"), limits: small),
+    .init("too many headers, unterminated", "GET / HTTP/1.1\r\nA:\r\nB:\r\nC:\r\nD", .error(431, "headers_too_large"),
+          limits: small),
+    .init("error before limit wins", "GET / HTTP/1.1\r\nHost : a" + String(repeating: "v", count: 80), bad,
+          limits: small),
+
+    // MARK: Framing (RFC 9112 §6.3) and Host (§3.2)
+    .init("CL and TE", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", badFraming),
+    .init("TE and CL", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n", badFraming),
+    .init("differing CL fields", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", badFraming),
+    .init("differing CL in a list", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 6\r\n\r\n", badFraming),
+    .init("CL not digits", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: abc\r\n\r\n", badFraming),
+    .init("CL negative", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -5\r\n\r\n", badFraming),
+    .init("CL plus sign", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +5\r\n\r\n", badFraming),
+    .init("CL empty", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length:\r\n\r\n", badFraming),
+    .init("CL trailing comma", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5,\r\n\r\n", badFraming),
+    .init("CL inner space", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1 2\r\n\r\n", badFraming),
+    .init("CL hex", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0x10\r\n\r\n", badFraming),
+    .init("CL overflow", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999\r\n\r\n", badFraming),
+    .init("TE gzip then chunked", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+          .framingError(501, "not_implemented")),
+    .init("TE in two fields, unknown first", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+          .framingError(501, "not_implemented")),
+    .init("TE chunked not final", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", badFraming),
+    .init("TE gzip only", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", badFraming),
+    .init("TE identity", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\n\r\n", badFraming),
+    .init("TE chunked twice", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", badFraming),
+    .init("TE empty", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\r\n\r\n", badFraming),
+    .init("TE chunked with parameter", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked;q=1\r\n\r\n", badFraming),
+    .init("chunked in HTTP/1.0", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", badFraming),
+    .init("missing Host in HTTP/1.1", "GET / HTTP/1.1\r\nX: 1\r\n\r\n", badFraming),
+    .init("two Host fields", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", badFraming),
+    .init("two Host fields in HTTP/1.0", "GET / HTTP/1.0\r\nHost: a\r\nhost: a\r\n\r\n", badFraming),
+]
+
+@Suite("Request head table")
+struct RequestHeadTableTests {
+    @Test("case", arguments: headCases)
+    func replay(_ c: HeadCase) throws {
+        var outcomes: [(String, HeadOutcome)] = []
+        for (plan, cuts) in replayCuts(count: c.bytes.count) {
+            let (outcome, problems) = parseInPieces(c.bytes, cuts: cuts, limits: c.limits)
+            #expect(problems.isEmpty, "\(plan): \(problems)")
+            outcomes.append((plan, outcome))
+        }
+        let whole = outcomes[0].1
+        for (plan, outcome) in outcomes.dropFirst() {
+            #expect(outcome == whole, "\(plan) disagrees with whole: \(outcome) vs \(whole)")
+        }
+
+        let (_, head, _) = parseOnce(c.bytes, limits: c.limits)
+        switch c.expected {
+        case .needMore:
+            #expect(whole == .needMore)
+        case .error(let status, let code):
+            guard case .invalid(let error) = whole else {
+                Issue.record("expected \(status) \(code), got \(whole)")
+                return
+            }
+            #expect(error.status.code == status && error.code == code, "\(error)")
+        case .framingError(let status, let code):
+            let head = try #require(head, "expected a head, got \(whole)")
+            guard case .failure(let error) = bodyFraming(of: head) else {
+                Issue.record("expected framing \(status) \(code), got \(bodyFraming(of: head))")
+                return
+            }
+            #expect(error.status.code == status && error.code == code, "\(error)")
+        case .ok(let method, let target, let version, let headers, let framing, let consumed):
+            let head = try #require(head, "expected a head, got \(whole)")
+            guard case .complete(let gotConsumed, _) = whole else { return }
+            #expect(gotConsumed == (consumed ?? c.bytes.count))
+            #expect(head.method.rawValue == method)
+            #expect(head.target == target)
+            #expect(head.version == version)
+            if let headers {
+                #expect(head.headers.map { "\($0.name)=\($0.value)" } == headers)
+            }
+            #expect(try bodyFraming(of: head).get() == framing)
+        }
+    }
+}

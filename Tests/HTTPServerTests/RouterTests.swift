@@ -1,0 +1,102 @@
+import HTTP1
+import Testing
+
+@testable import HTTPServer
+
+@Suite struct RouterTests {
+    private func router() -> Router<String> {
+        var router = Router<String>()
+        router.add(.GET, "/v1/subscribers/:id", "show")
+        router.add(.DELETE, "/v1/subscribers/:id", "delete")
+        router.add(.GET, "/v1/subscribers/:id/events", "events")
+        router.add(.GET, "/v1/subscribers/search", "search")
+        router.add(.POST, "/v1/subscribers", "create")
+        router.add(.GET, "/healthz", "health")
+        return router
+    }
+
+    @Test func literalAndParameterRoutes() {
+        guard case .found(let handler, let parameters) = router().match(.GET, path: "/v1/subscribers/abc/events") else {
+            Issue.record("no match")
+            return
+        }
+        #expect(handler == "events")
+        #expect(parameters == ["id": "abc"])
+    }
+
+    @Test func literalWinsOverParameter() {
+        guard case .found(let handler, let parameters) = router().match(.GET, path: "/v1/subscribers/search") else {
+            Issue.record("no match")
+            return
+        }
+        #expect(handler == "search")
+        #expect(parameters.isEmpty)
+    }
+
+    @Test func parameterIsTriedWhenLiteralBranchDeadEnds() {
+        // "search" is a literal leaf with no /events child; the :id branch must still be found.
+        guard case .found(let handler, let parameters) = router().match(.GET, path: "/v1/subscribers/search/events") else {
+            Issue.record("no match")
+            return
+        }
+        #expect(handler == "events")
+        #expect(parameters == ["id": "search"])
+    }
+
+    @Test func headFallsBackToGet() {
+        guard case .found(let handler, _) = router().match(.HEAD, path: "/healthz") else {
+            Issue.record("no match")
+            return
+        }
+        #expect(handler == "health")
+    }
+
+    @Test func methodNotAllowedListsMethods() {
+        guard case .methodNotAllowed(let allowed) = router().match(.PUT, path: "/v1/subscribers/x") else {
+            Issue.record("expected 405")
+            return
+        }
+        #expect(Set(allowed.map(\.rawValue)) == ["GET", "DELETE", "HEAD"])
+    }
+
+    @Test func notFound() {
+        guard case .notFound = router().match(.GET, path: "/v2/nothing") else {
+            Issue.record("expected notFound")
+            return
+        }
+        guard case .notFound = router().match(.GET, path: "/v1") else {
+            Issue.record("an inner node without handlers must not match")
+            return
+        }
+    }
+
+    @Test func parametersArePercentDecoded() {
+        guard case .found(_, let parameters) = router().match(.GET, path: "/v1/subscribers/a%20b%2Fc%C3%A9") else {
+            Issue.record("no match")
+            return
+        }
+        #expect(parameters["id"] == "a b/cé")
+    }
+
+    @Test func invalidPercentEncodingDoesNotMatch() {
+        for path in ["/v1/subscribers/%ZZ", "/v1/subscribers/%C3", "/v1/subscribers/%FF", "/v1/subscribers/abc%2"] {
+            guard case .notFound = router().match(.GET, path: path[...]) else {
+                Issue.record("\(path) should not match")
+                continue
+            }
+        }
+    }
+
+    @Test func trailingSlashAndRoot() {
+        var router = Router<Int>()
+        router.add(.GET, "/", 1)
+        guard case .found(1, _) = router.match(.GET, path: "/") else {
+            Issue.record("root")
+            return
+        }
+        guard case .found("create", _) = self.router().match(.POST, path: "/v1/subscribers/") else {
+            Issue.record("trailing slash")
+            return
+        }
+    }
+}

@@ -55,8 +55,8 @@ package final class DatabaseWriter: Sendable {
     ///   - path: The database file.
     ///   - options: Connection options; the defaults give WAL and `synchronous=FULL`.
     ///   - maxBatch: Most jobs committed together.
-    ///   - onCommit: Called on the writer thread after each successful group commit with the
-    ///     number of jobs in it and how long `COMMIT` took (metrics).
+    ///   - onCommit: Called on the writer thread after each successful group commit, before the
+    ///     group's completions, with the number of jobs in it and how long `COMMIT` took (metrics).
     package init(
         path: String, options: Database.Options = .init(), maxBatch: Int = 256,
         onCommit: (@Sendable (_ batchSize: Int, _ commitDuration: Duration) -> Void)? = nil
@@ -255,8 +255,9 @@ package final class DatabaseWriter: Sendable {
                 return ([], false)
             }
             let duration = start.duration(to: clock.now)
-            for complete in completions { complete(nil) }
+            // Metrics first, so whoever a completion wakes already sees this commit counted.
             onCommit?(jobs.count, duration)
+            for complete in completions { complete(nil) }
             return ([], true)
         }
     }

@@ -1,0 +1,324 @@
+import CSQLite
+
+/// One SQLite connection, used by one thread at a time (it is opened with `SQLITE_OPEN_NOMUTEX`,
+/// so SQLite does no locking of its own: <https://www.sqlite.org/threadsafe.html>). Not `Sendable`.
+///
+/// Writers go through ``DatabaseWriter``, readers through ``DatabaseReaderPool``; a bare
+/// `Database` is for tests, the CLI and migrations.
+///
+/// ```swift
+/// let db = try Database(path: "buzzkit.sqlite")
+/// try db.transaction {
+///     try db.execute("INSERT INTO t(a) VALUES (?)", [1])
+/// }
+/// let rows = try db.query("SELECT a FROM t")
+/// ```
+package final class Database {
+    /// How a connection is opened and configured.
+    package struct Options: Sendable, Hashable {
+        /// `PRAGMA synchronous` levels (<https://www.sqlite.org/pragma.html#pragma_synchronous>).
+        package enum Synchronous: String, Sendable, Hashable {
+            /// No fsync: fast, loses data on power loss.
+            case off = "OFF"
+            /// In WAL mode, commits are durable once the WAL is checkpointed; may lose the last commits on power loss.
+            case normal = "NORMAL"
+            /// fsync the WAL on every commit: a commit that returned is on disk.
+            case full = "FULL"
+        }
+
+        /// Open with `SQLITE_OPEN_READONLY` (the file must exist).
+        package var readOnly = false
+        /// How long a statement waits on another connection's lock before `SQLITE_BUSY`.
+        package var busyTimeout: Duration = .seconds(5)
+        /// `PRAGMA synchronous`.
+        package var synchronous: Synchronous = .full
+        /// `PRAGMA journal_mode = WAL`; skipped for `:memory:` and read-only connections.
+        package var journalModeWAL = true
+        /// `PRAGMA foreign_keys`.
+        package var foreignKeys = true
+
+        /// The defaults: read-write, 5 s busy timeout, `synchronous=FULL`, WAL, foreign keys on.
+        package init() {}
+    }
+
+    /// The path given at open (`:memory:` for an in-memory database).
+    package let path: String
+    /// The `sqlite3 *`; `nil` once closed.
+    private(set) var handle: OpaquePointer?
+    /// Prepared statements by SQL text.
+    private var statementCache: [String: Statement] = [:]
+    /// Statements still unfinalized when ``close()`` ran (see ``openStatementCount``).
+    private var statementsLeftAtClose = 0
+
+    /// Opens (creating unless read-only) and configures a connection.
+    ///
+    /// A connection that fails to open or to configure is closed before the error is thrown.
+    /// - Parameters:
+    ///   - path: A file path, or `":memory:"`.
+    ///   - options: See ``Options``.
+    package init(path: String, options: Options = .init()) throws {
+        self.path = path
+        var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        flags |= options.readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        var connection: OpaquePointer?
+        let result = sqlite3_open_v2(path, &connection, flags, nil)
+        guard result == SQLITE_OK, let connection else {
+            // sqlite3_open_v2 usually hands back a handle even on failure; it must be closed.
+            let error = SQLiteError(connection: connection, resultCode: result)
+            sqlite3_close_v2(connection)
+            throw SQLiteError(extendedCode: error.extendedCode, message: "\(error.message): \(path)")
+        }
+        handle = connection
+        do {
+            try setUp(options)
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    /// The connection settings, in one readable list.
+    private func setUp(_ options: Options) throws {
+        guard let handle else { return }
+        sqlite3_extended_result_codes(handle, 1)
+        let milliseconds = options.busyTimeout.components.seconds * 1000
+            + options.busyTimeout.components.attoseconds / 1_000_000_000_000_000
+        sqlite3_busy_timeout(handle, Int32(clamping: milliseconds))
+        // Defensive mode forbids writable_schema and other ways to corrupt the file from SQL:
+        // https://www.sqlite.org/c3ref/c_dbconfig_defensive.html
+        _ = buzzkit_sqlite3_db_config_defensive(handle, 1)
+        try execute("PRAGMA foreign_keys = \(options.foreignKeys ? "ON" : "OFF")")
+        if options.journalModeWAL && !options.readOnly && !isInMemory {
+            // Returns the mode in force; anything but "wal" means the switch did not happen.
+            let mode = try queryOne("PRAGMA journal_mode = WAL")?.string(0)?.lowercased()
+            guard mode == "wal" else {
+                throw SQLiteError(
+                    extendedCode: SQLITE_ERROR, message: "could not enable WAL (journal mode is \(mode ?? "?"))",
+                    sql: "PRAGMA journal_mode = WAL")
+            }
+        }
+        try execute("PRAGMA synchronous = \(options.synchronous.rawValue)")
+    }
+
+    private var isInMemory: Bool { path == ":memory:" || path.isEmpty || path.hasPrefix("file::memory:") }
+
+    deinit {
+        close()
+    }
+
+    /// Finalizes cached statements, then closes with `sqlite3_close_v2`. Idempotent.
+    ///
+    /// Statements still held elsewhere keep the connection alive as a "zombie" until they are
+    /// deinitialized (<https://www.sqlite.org/c3ref/close.html>); their number is recorded in
+    /// ``openStatementCount``.
+    package func close() {
+        guard let handle else { return }
+        statementCache.removeAll()
+        statementsLeftAtClose = openStatementCount
+        sqlite3_close_v2(handle)
+        self.handle = nil
+    }
+
+    /// The number of unfinalized statements of this connection (`sqlite3_next_stmt`); cached
+    /// statements count. After ``close()``, the number that were still alive when it ran,
+    /// so tests can assert that nothing leaked.
+    package var openStatementCount: Int {
+        guard let handle else { return statementsLeftAtClose }
+        var count = 0
+        var statement = sqlite3_next_stmt(handle, nil)
+        while let current = statement {
+            count += 1
+            statement = sqlite3_next_stmt(handle, current)
+        }
+        return count
+    }
+
+    /// The open handle, or a `SQLITE_MISUSE` error after ``close()``.
+    private func openHandle(sql: String? = nil) throws -> OpaquePointer {
+        guard let handle else { throw SQLiteError.misuse("database connection is closed", sql: sql) }
+        return handle
+    }
+
+    // MARK: - Statements
+
+    /// Prepares one statement, not cached. Trailing text after the first statement is an error.
+    /// - Parameter sql: One SQL statement, with `?` placeholders.
+    package func prepare(_ sql: String) throws -> Statement {
+        let handle = try openHandle(sql: sql)
+        var statement: OpaquePointer?
+        var trailing = false
+        let result = sql.withCString { text in
+            var tail: UnsafePointer<CChar>?
+            let result = sqlite3_prepare_v2(handle, text, -1, &statement, &tail)
+            if let tail { trailing = Self.hasStatementText(tail) }
+            return result
+        }
+        guard result == SQLITE_OK else {
+            throw SQLiteError(connection: handle, resultCode: result, sql: sql)
+        }
+        guard let statement else {
+            throw SQLiteError.misuse("no SQL statement to prepare", sql: sql)
+        }
+        guard !trailing else {
+            sqlite3_finalize(statement)
+            throw SQLiteError.misuse("several statements given where one was expected", sql: sql)
+        }
+        return Statement(handle: statement, sql: sql)
+    }
+
+    /// True when `text` holds more than whitespace, semicolons and comments.
+    private static func hasStatementText(_ text: UnsafePointer<CChar>) -> Bool {
+        var pointer = text
+        while pointer.pointee != 0 {
+            switch UInt8(bitPattern: pointer.pointee) {
+            case UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\t"), UInt8(ascii: "\r"), UInt8(ascii: ";"):
+                pointer += 1
+            case UInt8(ascii: "-") where pointer[1] == CChar(UInt8(ascii: "-")):
+                while pointer.pointee != 0 && pointer.pointee != CChar(UInt8(ascii: "\n")) { pointer += 1 }
+            case UInt8(ascii: "/") where pointer[1] == CChar(UInt8(ascii: "*")):
+                pointer += 2
+                while pointer.pointee != 0
+                    && !(pointer.pointee == CChar(UInt8(ascii: "*")) && pointer[1] == CChar(UInt8(ascii: "/")))
+                {
+                    pointer += 1
+                }
+                if pointer.pointee != 0 { pointer += 2 }
+            default:
+                return true
+            }
+        }
+        return false
+    }
+
+    /// The cached statement for this SQL text, reset and with bindings cleared; prepared on first use.
+    ///
+    /// If the cached statement is still being stepped (the same SQL nested inside a
+    /// ``forEach(_:_:_:)`` body), a fresh uncached statement is returned instead of resetting it.
+    /// - Parameter sql: One SQL statement; the exact text is the cache key.
+    package func cachedStatement(_ sql: String) throws -> Statement {
+        if let statement = statementCache[sql] {
+            if statement.isRunning { return try prepare(sql) }
+            statement.reset()
+            sqlite3_clear_bindings(statement.handle)
+            return statement
+        }
+        let statement = try prepare(sql)
+        statementCache[sql] = statement
+        return statement
+    }
+
+    // MARK: - Running SQL
+
+    /// Runs one or several `;`-separated statements without parameters (schema, pragmas).
+    /// - Parameter sql: The SQL script.
+    package func execute(_ sql: String) throws {
+        let handle = try openHandle(sql: sql)
+        try sql.withCString { script in
+            var next: UnsafePointer<CChar>? = script
+            while let current = next, current.pointee != 0 {
+                var statement: OpaquePointer?
+                var tail: UnsafePointer<CChar>?
+                let result = sqlite3_prepare_v2(handle, current, -1, &statement, &tail)
+                guard result == SQLITE_OK else {
+                    throw SQLiteError(connection: handle, resultCode: result, sql: Self.trimmed(current, upTo: tail))
+                }
+                next = tail
+                guard let statement else { continue }  // only whitespace or comments
+                defer { sqlite3_finalize(statement) }
+                var step = sqlite3_step(statement)
+                while step == SQLITE_ROW { step = sqlite3_step(statement) }
+                guard step == SQLITE_DONE else {
+                    throw SQLiteError(connection: handle, resultCode: step, sql: Self.trimmed(current, upTo: tail))
+                }
+            }
+        }
+    }
+
+    /// The text of one statement of a script, for error messages.
+    private static func trimmed(_ start: UnsafePointer<CChar>, upTo end: UnsafePointer<CChar>?) -> String {
+        let text: String
+        if let end, end > start {
+            let bytes = UnsafeRawBufferPointer(start: start, count: end - start)
+            text = String(decoding: bytes, as: UTF8.self)
+        } else {
+            text = String(cString: start)
+        }
+        return text.trimmingWhitespace
+    }
+
+    /// Runs one statement through the statement cache, stepped to completion.
+    /// - Parameters:
+    ///   - sql: One statement with `?` placeholders.
+    ///   - arguments: One value per placeholder.
+    package func execute(_ sql: String, _ arguments: [any SQLiteBindable]) throws {
+        try cachedStatement(sql).run(arguments)
+    }
+
+    /// Runs a cached query and copies every row.
+    /// - Parameters:
+    ///   - sql: One statement with `?` placeholders.
+    ///   - arguments: One value per placeholder.
+    package func query(_ sql: String, _ arguments: [any SQLiteBindable] = []) throws -> [Row] {
+        try cachedStatement(sql).rows(arguments)
+    }
+
+    /// Runs a cached query and returns its first row, or `nil` when there is none.
+    /// - Parameters:
+    ///   - sql: One statement with `?` placeholders.
+    ///   - arguments: One value per placeholder.
+    package func queryOne(_ sql: String, _ arguments: [any SQLiteBindable] = []) throws -> Row? {
+        let statement = try cachedStatement(sql)
+        defer { statement.reset() }
+        try statement.bind(arguments)
+        return try statement.step() ? statement.row() : nil
+    }
+
+    /// Streams the rows of a cached query to `body` without building an array.
+    /// - Parameters:
+    ///   - sql: One statement with `?` placeholders.
+    ///   - arguments: One value per placeholder.
+    ///   - body: Called once per row; throwing stops the iteration and is rethrown.
+    package func forEach(
+        _ sql: String, _ arguments: [any SQLiteBindable] = [], _ body: (Row) throws -> Void
+    ) throws {
+        let statement = try cachedStatement(sql)
+        defer { statement.reset() }
+        try statement.bind(arguments)
+        while try statement.step() {
+            try body(statement.row())
+        }
+    }
+
+    // MARK: - Connection state
+
+    /// The rowid of the most recent successful `INSERT` on this connection.
+    package var lastInsertRowID: Int64 {
+        handle.map { sqlite3_last_insert_rowid($0) } ?? 0
+    }
+
+    /// Rows changed by the most recent `INSERT`, `UPDATE` or `DELETE` (`sqlite3_changes64`).
+    package var changes: Int {
+        handle.map { Int(sqlite3_changes64($0)) } ?? 0
+    }
+
+    /// Rows changed since the connection opened (`sqlite3_total_changes64`).
+    package var totalChanges: Int {
+        handle.map { Int(sqlite3_total_changes64($0)) } ?? 0
+    }
+
+    /// True inside `BEGIN … COMMIT` or a savepoint (`!sqlite3_get_autocommit`).
+    package var isInTransaction: Bool {
+        handle.map { sqlite3_get_autocommit($0) == 0 } ?? false
+    }
+}
+
+extension String {
+    /// The string without leading and trailing ASCII whitespace (no Foundation needed).
+    var trimmingWhitespace: String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\n" || $0 == "\t" || $0 == "\r" || $0 == "\r\n" }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else {
+            return ""
+        }
+        return String(self[first...last])
+    }
+}

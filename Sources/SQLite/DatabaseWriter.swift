@@ -1,0 +1,264 @@
+import Foundation
+import Glibc
+
+/// The single write connection, owned by one dedicated thread that commits queued jobs in groups.
+///
+/// The thread takes everything queued (up to `maxBatch` jobs), runs `BEGIN IMMEDIATE`, each job
+/// in its own `SAVEPOINT` (a job that throws rolls back only its own changes and gets its own
+/// error), then one `COMMIT`: with `synchronous=FULL` one fsync covers the whole group. Only
+/// after the commit returned are the jobs' completions called, so a completion that reports
+/// success means the data is on disk.
+///
+/// - If `BEGIN` fails (read-only database, disk full…) every job of the group gets that error.
+/// - If `COMMIT` fails every job of the group gets that error (a job that had already failed
+///   keeps its own).
+/// - If a job's error makes SQLite roll back the whole transaction (`SQLITE_FULL`,
+///   `SQLITE_IOERR`…), that job and the ones before it in the group get the error and the rest
+///   are retried in a new group.
+/// - `SQLITE_BUSY` (another process holding the write lock) is retried by SQLite for the busy
+///   timeout, then surfaces as the error of the group.
+///
+/// Jobs and completions run on the writer thread: keep completions short (hand the result to
+/// another thread). A job may use ``Database/savepoint(_:_:)`` but not ``Database/transaction(_:_:)``.
+///
+/// ```swift
+/// let writer = try DatabaseWriter(path: "buzzkit.sqlite")
+/// writer.submit({ db in
+///     try db.execute("INSERT INTO users(email) VALUES (?)", [email])
+///     return db.lastInsertRowID
+/// }, completion: { result in respond(result) })
+/// let count = try writer.write { db in try db.queryOne("SELECT count(*) FROM users")?.int(0) }
+/// ```
+package final class DatabaseWriter: Sendable {
+    /// A job erased to what the writer thread needs.
+    private struct Job: Sendable {
+        /// Runs the work in its savepoint inside the open transaction. Returns how to complete
+        /// the job once the group's fate is known (`nil`: committed) and the job's own error.
+        let run: @Sendable (Database) -> (complete: @Sendable ((any Error)?) -> Void, error: (any Error)?)
+        /// Completes the job without running it.
+        let fail: @Sendable (any Error) -> Void
+    }
+
+    private struct State: Sendable {
+        var queue: [Job] = []
+        var closing = false
+        var finished = false
+        var checkpointInterval: Duration?
+        var writerThread: pthread_t?
+    }
+
+    private let shared: ConditionLock<State>
+
+    /// Opens the connection on the calling thread (so open errors are thrown here), then hands
+    /// it to a new writer thread.
+    /// - Parameters:
+    ///   - path: The database file.
+    ///   - options: Connection options; the defaults give WAL and `synchronous=FULL`.
+    ///   - maxBatch: Most jobs committed together.
+    ///   - onCommit: Called on the writer thread after each successful group commit, before the
+    ///     group's completions, with the number of jobs in it and how long `COMMIT` took (metrics).
+    package init(
+        path: String, options: Database.Options = .init(), maxBatch: Int = 256,
+        onCommit: (@Sendable (_ batchSize: Int, _ commitDuration: Duration) -> Void)? = nil
+    ) throws {
+        precondition(maxBatch > 0, "maxBatch must be positive")
+        let database = try Database(path: path, options: options)
+        let shared = ConditionLock(State())
+        self.shared = shared
+        // The connection is not Sendable; after this line only the writer thread touches it.
+        let transfer = UnsafeTransfer(value: database)
+        let thread = Thread {
+            WriterLoop(database: transfer.value, shared: shared, maxBatch: maxBatch, onCommit: onCommit).run()
+        }
+        thread.name = "buzzkit-db-writer"
+        thread.start()
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Queues a job; `completion` is called on the writer thread once its group committed
+    /// (with the job's value) or failed (with the error).
+    ///
+    /// After ``close()``, `completion` is called at once, on the calling thread, with an error.
+    /// - Parameters:
+    ///   - job: The work, run inside its own savepoint of the group's transaction.
+    ///   - completion: Receives the job's value or error.
+    package func submit<T: Sendable>(
+        _ job: @escaping @Sendable (Database) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        let entry = Job(
+            run: { db in
+                let result: Result<T, any Error>
+                do {
+                    result = .success(try db.savepoint("job") { try job(db) })
+                } catch {
+                    result = .failure(error)
+                }
+                let complete: @Sendable ((any Error)?) -> Void = { groupError in
+                    if case .success = result, let groupError {
+                        completion(.failure(groupError))
+                    } else {
+                        completion(result)
+                    }
+                }
+                if case .failure(let error) = result { return (complete, error) }
+                return (complete, nil)
+            },
+            fail: { completion(.failure($0)) })
+        let accepted = shared.withLock { state in
+            guard !state.closing else { return false }
+            state.queue.append(entry)
+            return true
+        }
+        guard accepted else {
+            completion(.failure(SQLiteError.misuse("the database writer is closed")))
+            return
+        }
+        shared.broadcast()
+    }
+
+    /// Submits a job and blocks until it committed; for the CLI and tests.
+    ///
+    /// Must not be called from a job or a completion (the writer would wait for itself).
+    /// - Parameter job: The work.
+    /// - Returns: The job's value, once on disk.
+    package func write<T: Sendable>(_ job: @escaping @Sendable (Database) throws -> T) throws -> T {
+        precondition(!isWriterThread, "DatabaseWriter.write called on the writer thread would wait for itself")
+        let outcome = ConditionLock<Result<T, any Error>?>(nil)
+        submit(job) { result in
+            outcome.withLock { $0 = result }
+            outcome.broadcast()
+        }
+        return try outcome.withLock(waitingUntil: { $0 != nil }) { $0! }.get()
+    }
+
+    /// Takes WAL checkpoints off the commit path.
+    ///
+    /// Sets `PRAGMA wal_autocheckpoint = 0` (otherwise the commit that crosses 1000 WAL pages
+    /// runs the checkpoint and its caller waits for it:
+    /// <https://www.sqlite.org/wal.html#automatic_checkpoint>), then runs a `PASSIVE` checkpoint
+    /// on the writer thread once `every` has passed since the last one and something was
+    /// committed, preferably when no job is queued (at the latest after `2 × every`, so steady
+    /// load cannot starve it). Passive never waits for readers.
+    /// - Parameter every: Minimum time between checkpoints.
+    package func checkpointInBackground(every: Duration) {
+        shared.withLock { $0.checkpointInterval = every }
+        shared.broadcast()
+    }
+
+    /// Runs every job already queued, checkpoints (`TRUNCATE`), closes the connection and ends
+    /// the thread; blocks until done. Idempotent; later submits fail.
+    package func close() {
+        precondition(!isWriterThread, "DatabaseWriter.close called on the writer thread would wait for itself")
+        shared.withLock { $0.closing = true }
+        shared.broadcast()
+        shared.withLock(waitingUntil: { $0.finished }) { _ in }
+    }
+
+    private var isWriterThread: Bool {
+        shared.withLock { state in state.writerThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+    }
+
+    // MARK: - The writer thread
+
+    /// Everything the writer thread owns; lives on that thread only.
+    private struct WriterLoop {
+        let database: Database
+        let shared: ConditionLock<State>
+        let maxBatch: Int
+        let onCommit: (@Sendable (Int, Duration) -> Void)?
+        let clock = ContinuousClock()
+
+        func run() {
+            shared.withLock { $0.writerThread = pthread_self() }
+            var lastCheckpoint = clock.now
+            var committedSinceCheckpoint = false
+            var autoCheckpointDisabled = false
+            while true {
+                let (batch, closing, interval, moreQueued) = shared.withLock(
+                    waitingUntil: { !$0.queue.isEmpty || $0.closing },
+                    timeout: idleTimeout(committedSinceCheckpoint, lastCheckpoint)
+                ) { state in
+                    let batch: [Job]
+                    if state.queue.count <= maxBatch {
+                        batch = state.queue
+                        state.queue = []
+                    } else {
+                        batch = Array(state.queue.prefix(maxBatch))
+                        state.queue.removeFirst(maxBatch)
+                    }
+                    return (batch, state.closing, state.checkpointInterval, !state.queue.isEmpty)
+                }
+                if interval != nil && !autoCheckpointDisabled {
+                    autoCheckpointDisabled = true
+                    try? database.execute("PRAGMA wal_autocheckpoint = 0")
+                }
+                if batch.isEmpty && closing { break }
+                var remaining = batch[...]
+                while !remaining.isEmpty {
+                    let (rest, committed) = runGroup(remaining)
+                    remaining = rest
+                    committedSinceCheckpoint = committedSinceCheckpoint || committed
+                }
+                if let interval, committedSinceCheckpoint {
+                    let elapsed = lastCheckpoint.duration(to: clock.now)
+                    if elapsed >= interval * 2 || (elapsed >= interval && !moreQueued) {
+                        try? database.checkpoint(.passive)
+                        lastCheckpoint = clock.now
+                        committedSinceCheckpoint = false
+                    }
+                }
+            }
+            try? database.checkpoint(.truncate)
+            database.close()
+            shared.withLock { $0.finished = true }
+            shared.broadcast()
+        }
+
+        /// How long to sleep when idle: until the next background checkpoint is due, if one is pending.
+        private func idleTimeout(_ committedSinceCheckpoint: Bool, _ lastCheckpoint: ContinuousClock.Instant) -> Duration? {
+            guard committedSinceCheckpoint, let interval = shared.withLock({ $0.checkpointInterval }) else { return nil }
+            return max(.zero, interval - lastCheckpoint.duration(to: clock.now))
+        }
+
+        /// Runs one group in one transaction.
+        /// - Returns: Jobs not attempted because SQLite aborted the transaction, and whether a commit happened.
+        private func runGroup(_ jobs: ArraySlice<Job>) -> (rest: ArraySlice<Job>, committed: Bool) {
+            do {
+                try database.execute(TransactionKind.immediate.beginSQL, [])
+            } catch {
+                for job in jobs { job.fail(error) }
+                return ([], false)
+            }
+            var completions: [@Sendable ((any Error)?) -> Void] = []
+            completions.reserveCapacity(jobs.count)
+            for index in jobs.indices {
+                let (complete, error) = jobs[index].run(database)
+                completions.append(complete)
+                if !database.isInTransaction {
+                    // SQLite rolled back the whole transaction (https://www.sqlite.org/lang_transaction.html,
+                    // "Response To Errors Within A Transaction"): every job so far lost its work.
+                    let groupError = error ?? SQLiteError.misuse("a job ended the writer's transaction")
+                    for complete in completions { complete(groupError) }
+                    return (jobs[(index + 1)...], false)
+                }
+            }
+            let start = clock.now
+            do {
+                try database.execute("COMMIT TRANSACTION", [])
+            } catch {
+                database.rollbackIgnoringErrors()
+                for complete in completions { complete(error) }
+                return ([], false)
+            }
+            let duration = start.duration(to: clock.now)
+            // Metrics first, so whoever a completion wakes already sees this commit counted.
+            onCommit?(jobs.count, duration)
+            for complete in completions { complete(nil) }
+            return ([], true)
+        }
+    }
+}

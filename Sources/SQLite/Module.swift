@@ -1,1 +1,0 @@
-// SQLite module: implementation lands in its own commit.

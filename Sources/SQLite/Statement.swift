@@ -1,0 +1,266 @@
+import CSQLite
+
+/// A prepared statement: owns its `sqlite3_stmt` and finalizes it in `deinit`.
+///
+/// Obtain one from ``Database/prepare(_:)`` (uncached) or ``Database/cachedStatement(_:)``.
+/// Like its connection, it is used by one thread at a time and never crosses threads.
+///
+/// ```swift
+/// let insert = try db.prepare("INSERT INTO t(a) VALUES (?)")
+/// for value in values { try insert.run([value]) }
+/// ```
+package final class Statement {
+    /// The `sqlite3_stmt *`; valid until `deinit`.
+    let handle: OpaquePointer
+    /// The connection, for error messages (`sqlite3_db_handle`).
+    private var connection: OpaquePointer? { sqlite3_db_handle(handle) }
+    /// The SQL text as written, with placeholders: safe to show in errors.
+    package let sql: String
+    /// Column names, computed once: every row of this statement shares the array.
+    package private(set) lazy var columnNames: [String] = (0..<sqlite3_column_count(handle)).map {
+        String(cString: sqlite3_column_name(handle, $0))
+    }
+
+    /// Takes ownership of a prepared statement.
+    init(handle: OpaquePointer, sql: String) {
+        self.handle = handle
+        self.sql = sql
+    }
+
+    deinit {
+        sqlite3_finalize(handle)
+    }
+
+    // MARK: - Binding
+
+    /// Clears previous bindings and binds `arguments` to the `?` parameters, in order.
+    /// - Parameter arguments: One value per parameter; the count must match exactly.
+    package func bind(_ arguments: [any SQLiteBindable]) throws {
+        sqlite3_clear_bindings(handle)
+        let expected = Int(sqlite3_bind_parameter_count(handle))
+        guard arguments.count == expected else {
+            throw SQLiteError(
+                extendedCode: SQLITE_RANGE,
+                message: "statement expects \(expected) arguments, got \(arguments.count)", sql: sql)
+        }
+        for (offset, argument) in arguments.enumerated() {
+            try bind(argument.sqliteValue, at: Int32(offset + 1))
+        }
+    }
+
+    /// Binds one value at a 1-based parameter index.
+    private func bind(_ value: SQLiteValue, at index: Int32) throws {
+        let result: Int32
+        switch value {
+        case .null:
+            result = sqlite3_bind_null(handle, index)
+        case .integer(let value):
+            result = sqlite3_bind_int64(handle, index, value)
+        case .real(let value):
+            result = sqlite3_bind_double(handle, index, value)
+        case .text(var text):
+            result = try text.withUTF8 { bytes in
+                guard let base = bytes.baseAddress, bytes.count > 0 else {
+                    // A NULL pointer would bind NULL: bind a real empty string instead.
+                    return buzzkit_sqlite3_bind_text_transient(handle, index, "", 0)
+                }
+                let length = try Self.checkedLength(bytes.count, sql: sql)
+                return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                    buzzkit_sqlite3_bind_text_transient(handle, index, $0, length)
+                }
+            }
+        case .blob(let bytes):
+            result = try bytes.withUnsafeBytes { buffer in
+                guard let base = buffer.baseAddress, buffer.count > 0 else {
+                    // Same trap as text: a NULL pointer binds NULL, not an empty blob.
+                    return sqlite3_bind_zeroblob(handle, index, 0)
+                }
+                return buzzkit_sqlite3_bind_blob_transient(
+                    handle, index, base, try Self.checkedLength(buffer.count, sql: sql))
+            }
+        }
+        guard result == SQLITE_OK else {
+            throw SQLiteError(connection: connection, resultCode: result, sql: sql)
+        }
+    }
+
+    private static func checkedLength(_ count: Int, sql: String) throws -> Int32 {
+        guard let length = Int32(exactly: count) else {
+            throw SQLiteError(extendedCode: SQLITE_TOOBIG, message: "bound value is too large", sql: sql)
+        }
+        return length
+    }
+
+    // MARK: - Stepping
+
+    /// Resets the statement so it can run again; bindings are kept (``bind(_:)`` clears them).
+    ///
+    /// The result code of `sqlite3_reset` repeats the last `step` error, which was already
+    /// thrown, so it is ignored here.
+    package func reset() {
+        sqlite3_reset(handle)
+    }
+
+    /// Advances to the next row.
+    /// - Returns: `true` when a row is available (read it with ``row()``), `false` when done.
+    package func step() throws -> Bool {
+        let result = sqlite3_step(handle)
+        switch result {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default: throw SQLiteError(connection: connection, resultCode: result, sql: sql)
+        }
+    }
+
+    /// Copies the current row's values; call only after ``step()`` returned `true`.
+    package func row() -> Row {
+        let count = sqlite3_column_count(handle)
+        var values: [SQLiteValue] = []
+        values.reserveCapacity(Int(count))
+        for column in 0..<count {
+            values.append(value(at: column))
+        }
+        return Row(columnNames: columnNames, values: values)
+    }
+
+    private func value(at column: Int32) -> SQLiteValue {
+        switch sqlite3_column_type(handle, column) {
+        case SQLITE_INTEGER:
+            return .integer(sqlite3_column_int64(handle, column))
+        case SQLITE_FLOAT:
+            return .real(sqlite3_column_double(handle, column))
+        case SQLITE_TEXT:
+            // Ask for the text before its length: https://www.sqlite.org/c3ref/column_blob.html
+            guard let text = sqlite3_column_text(handle, column) else { return .text("") }
+            let length = Int(sqlite3_column_bytes(handle, column))
+            return .text(String(decoding: UnsafeBufferPointer(start: text, count: length), as: UTF8.self))
+        case SQLITE_BLOB:
+            // An empty blob comes back as a NULL pointer.
+            guard let blob = sqlite3_column_blob(handle, column) else { return .blob([]) }
+            let length = Int(sqlite3_column_bytes(handle, column))
+            return .blob(Array(UnsafeRawBufferPointer(start: blob, count: length)))
+        default:
+            return .null
+        }
+    }
+
+    // MARK: - Conveniences
+
+    /// Binds `arguments`, steps to completion ignoring rows, then resets.
+    /// - Parameter arguments: One value per `?` parameter.
+    package func run(_ arguments: [any SQLiteBindable] = []) throws {
+        defer { reset() }
+        try bind(arguments)
+        while try step() {}
+    }
+
+    /// Binds `arguments`, collects every row, then resets.
+    /// - Parameter arguments: One value per `?` parameter.
+    /// - Returns: The rows, in the order SQLite produced them.
+    package func rows(_ arguments: [any SQLiteBindable] = []) throws -> [Row] {
+        defer { reset() }
+        try bind(arguments)
+        var rows: [Row] = []
+        while try step() { rows.append(row()) }
+        return rows
+    }
+
+    /// True between the first `step` and the `reset` (`sqlite3_stmt_busy`).
+    var isRunning: Bool { sqlite3_stmt_busy(handle) != 0 }
+}
+
+@available(*, unavailable)
+extension Statement: Sendable {}
+
+// MARK: - Row
+
+/// The copied values of one result row; independent of the statement once made.
+///
+/// ```swift
+/// if let row = try db.queryOne("SELECT id, email FROM users WHERE id = ?", [id]) {
+///     let email = row.string("email")
+/// }
+/// ```
+package struct Row: Sendable, Hashable {
+    /// Column names, in result order (shared by all rows of one query).
+    package let columnNames: [String]
+    /// Values, in the same order as ``columnNames``.
+    package let values: [SQLiteValue]
+
+    /// Creates a row from names and values of the same length.
+    package init(columnNames: [String], values: [SQLiteValue]) {
+        precondition(columnNames.count == values.count, "a row needs one name per value")
+        self.columnNames = columnNames
+        self.values = values
+    }
+
+    /// The value at a 0-based column index.
+    package subscript(_ index: Int) -> SQLiteValue {
+        values[index]
+    }
+
+    /// The value of the column with this name (exact match first, then ASCII case-insensitive,
+    /// as SQLite compares identifiers). A name not in the result is a programming error and traps.
+    package subscript(_ name: String) -> SQLiteValue {
+        values[index(of: name)]
+    }
+
+    /// Index of a column name; traps when absent, naming the columns that exist.
+    private func index(of name: String) -> Int {
+        if let index = columnNames.firstIndex(of: name) { return index }
+        let lowered = name.lowercased()
+        if let index = columnNames.firstIndex(where: { $0.lowercased() == lowered }) { return index }
+        preconditionFailure("no column \"\(name)\" in row; columns: \(columnNames)")
+    }
+
+    // MARK: Typed accessors (nil when NULL)
+
+    /// The integer at `index`; a `REAL` with an integral value converts, other types give `nil`.
+    package func int(_ index: Int) -> Int64? { Self.int(values[index]) }
+    /// The integer in column `name`; see ``int(_:)-(Int)``.
+    package func int(_ name: String) -> Int64? { Self.int(self[name]) }
+    /// The text at `index`; `nil` for `NULL` and non-text values.
+    package func string(_ index: Int) -> String? { Self.string(values[index]) }
+    /// The text in column `name`.
+    package func string(_ name: String) -> String? { Self.string(self[name]) }
+    /// The number at `index` (`REAL`, or `INTEGER` converted); `nil` otherwise.
+    package func double(_ index: Int) -> Double? { Self.double(values[index]) }
+    /// The number in column `name`.
+    package func double(_ name: String) -> Double? { Self.double(self[name]) }
+    /// The bytes at `index` (`BLOB`, or the UTF-8 of `TEXT`); `nil` for `NULL` and numbers.
+    package func blob(_ index: Int) -> [UInt8]? { Self.blob(values[index]) }
+    /// The bytes in column `name`.
+    package func blob(_ name: String) -> [UInt8]? { Self.blob(self[name]) }
+    /// The integer at `index` as a boolean (non-zero is `true`); `nil` for `NULL`.
+    package func bool(_ index: Int) -> Bool? { Self.int(values[index]).map { $0 != 0 } }
+    /// The integer in column `name` as a boolean.
+    package func bool(_ name: String) -> Bool? { Self.int(self[name]).map { $0 != 0 } }
+
+    private static func int(_ value: SQLiteValue) -> Int64? {
+        switch value {
+        case .integer(let value): value
+        case .real(let value): Int64(exactly: value)
+        default: nil
+        }
+    }
+
+    private static func string(_ value: SQLiteValue) -> String? {
+        if case .text(let text) = value { text } else { nil }
+    }
+
+    private static func double(_ value: SQLiteValue) -> Double? {
+        switch value {
+        case .real(let value): value
+        case .integer(let value): Double(value)
+        default: nil
+        }
+    }
+
+    private static func blob(_ value: SQLiteValue) -> [UInt8]? {
+        switch value {
+        case .blob(let bytes): bytes
+        case .text(let text): Array(text.utf8)
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,257 @@
+import Foundation
+import SQLite
+import Testing
+
+@Suite struct DatabaseTests {
+    let directory = TemporaryDirectory()
+
+    // MARK: - Values
+
+    @Test(arguments: Location.allCases)
+    func bindsAndReadsEveryType(_ location: Location) throws {
+        let db = try location.open(directory)
+        try db.execute("CREATE TABLE t(v)")
+        let inputs: [(any SQLiteBindable, SQLiteValue)] = [
+            (42, .integer(42)),
+            (Int64.min, .integer(.min)),
+            (2.5, .real(2.5)),
+            ("héllo ✓", .text("héllo ✓")),
+            ("", .text("")),
+            (true, .integer(1)),
+            (false, .integer(0)),
+            ([UInt8]([0, 1, 255]), .blob([0, 1, 255])),
+            ([UInt8](), .blob([])),
+            (String?.none, .null),
+            (Int?.some(7), .integer(7)),
+            (SQLiteValue.real(-0.5), .real(-0.5)),
+        ]
+        for (input, _) in inputs {
+            try db.execute("INSERT INTO t(v) VALUES (?)", [input])
+        }
+        let values = try db.query("SELECT v FROM t ORDER BY rowid").map { $0[0] }
+        #expect(values == inputs.map(\.1))
+
+        let row = try #require(try db.queryOne("SELECT 5 AS i, 'x' AS s, 1.5 AS d, x'0102' AS b, NULL AS n, 1 AS flag"))
+        #expect(row.int("i") == 5)
+        #expect(row.int(0) == 5)
+        #expect(row.string("s") == "x")
+        #expect(row.double("d") == 1.5)
+        #expect(row.double("i") == 5)
+        #expect(row.blob("b") == [1, 2])
+        #expect(row.int("n") == nil && row.string("n") == nil && row.blob("n") == nil && row.bool("n") == nil)
+        #expect(row.bool("flag") == true)
+        #expect(row["S"] == .text("x"))  // SQLite identifiers are case-insensitive
+        #expect(row.columnNames == ["i", "s", "d", "b", "n", "flag"])
+        db.close()
+        #expect(db.openStatementCount == 0)
+    }
+
+    @Test func wrongArgumentCountThrows() throws {
+        let db = try Database(path: ":memory:")
+        #expect(throws: SQLiteError.self) { try db.execute("SELECT ?, ?", [1]) }
+        #expect(throws: SQLiteError.self) { try db.prepare("SELECT 1; SELECT 2") }
+        #expect(try db.prepare("SELECT 1; -- trailing comment\n").rows().count == 1)
+    }
+
+    // MARK: - Statements
+
+    @Test(arguments: Location.allCases)
+    func statementCacheReusesStatements(_ location: Location) throws {
+        let db = try location.open(directory)
+        try db.execute("CREATE TABLE t(a INTEGER)")
+        let baseline = db.openStatementCount
+        for value in 0..<50 {
+            try db.execute("INSERT INTO t(a) VALUES (?)", [value])
+        }
+        #expect(db.openStatementCount == baseline + 1)
+        do {
+            let first = try db.cachedStatement("SELECT a FROM t WHERE a = ?")
+            let second = try db.cachedStatement("SELECT a FROM t WHERE a = ?")
+            #expect(first === second)
+        }
+        #expect(try db.query("SELECT count(*) FROM t")[0].int(0) == 50)
+
+        // The same SQL nested inside its own iteration must not reset the outer statement.
+        var seen: [Int64] = []
+        try db.forEach("SELECT a FROM t WHERE a < ? ORDER BY a", [3]) { row in
+            seen.append(row.int(0)!)
+            _ = try db.query("SELECT a FROM t WHERE a < ? ORDER BY a", [1])
+        }
+        #expect(seen == [0, 1, 2])
+
+        // A leaked uncached statement is visible after close: the check can fail.
+        var leaked: Statement? = try db.prepare("SELECT 1")
+        db.close()
+        #expect(db.openStatementCount == 1)
+        _ = leaked
+        leaked = nil
+    }
+
+    @Test(arguments: Location.allCases)
+    func executesScriptsAndReportsChanges(_ location: Location) throws {
+        let db = try location.open(directory)
+        try db.execute(
+            """
+            CREATE TABLE t(id INTEGER PRIMARY KEY, a TEXT); -- comment
+            INSERT INTO t(a) VALUES ('x'); INSERT INTO t(a) VALUES ('y');
+            /* block comment */
+            """)
+        #expect(db.lastInsertRowID == 2)
+        try db.execute("UPDATE t SET a = ?", ["z"])
+        #expect(db.changes == 2)
+        #expect(db.totalChanges == 4)
+        let statement = try db.prepare("SELECT a FROM t ORDER BY id")
+        #expect(try statement.step())
+        #expect(statement.row().string(0) == "z")
+        statement.reset()
+        #expect(try statement.rows().count == 2)
+        db.close()
+        #expect(db.openStatementCount == 1)  // `statement` is still alive here
+        _ = statement
+    }
+
+    // MARK: - Transactions
+
+    @Test(arguments: Location.allCases)
+    func transactionCommitsAndRollsBack(_ location: Location) throws {
+        let db = try location.open(directory)
+        try db.execute("CREATE TABLE t(a INTEGER)")
+        let value = try db.transaction {
+            #expect(db.isInTransaction)
+            try db.execute("INSERT INTO t(a) VALUES (?)", [1])
+            return "done"
+        }
+        #expect(value == "done")
+        #expect(!db.isInTransaction)
+
+        #expect(throws: TestError(tag: "body")) {
+            try db.transaction(.deferred) {
+                try db.execute("INSERT INTO t(a) VALUES (?)", [2])
+                throw TestError(tag: "body")
+            }
+        }
+        #expect(!db.isInTransaction)
+        #expect(try db.query("SELECT a FROM t").map { $0.int(0) } == [1])
+
+        // The body's error wins even when the body also broke the transaction.
+        #expect(throws: TestError(tag: "first")) {
+            try db.transaction(.exclusive) {
+                try db.execute("ROLLBACK")
+                throw TestError(tag: "first")
+            }
+        }
+        db.close()
+        #expect(db.openStatementCount == 0)
+    }
+
+    @Test(arguments: Location.allCases)
+    func savepointRollsBackOnlyItsPart(_ location: Location) throws {
+        let db = try location.open(directory)
+        try db.execute("CREATE TABLE t(a INTEGER)")
+        try db.transaction {
+            try db.execute("INSERT INTO t(a) VALUES (1)", [])
+            #expect(throws: TestError.self) {
+                try db.savepoint("inner") {
+                    try db.execute("INSERT INTO t(a) VALUES (2)", [])
+                    throw TestError(tag: "inner")
+                }
+            }
+            let kept = try db.savepoint { () throws -> Int in
+                try db.execute("INSERT INTO t(a) VALUES (3)", [])
+                return 3
+            }
+            #expect(kept == 3)
+            #expect(db.isInTransaction)
+        }
+        #expect(try db.query("SELECT a FROM t ORDER BY a").map { $0.int(0) } == [1, 3])
+        db.close()
+        #expect(db.openStatementCount == 0)
+    }
+
+    // MARK: - Errors
+
+    @Test(arguments: Location.allCases)
+    func errorsCarryCodesAndSQLButNotValues(_ location: Location) throws {
+        let db = try location.open(directory)
+        try db.execute("CREATE TABLE users(id INTEGER PRIMARY KEY, email TEXT NOT NULL UNIQUE)")
+        let insert = "INSERT INTO users(email) VALUES (?)"
+        try db.execute(insert, ["secret@example.com"])
+        do {
+            try db.execute(insert, ["secret@example.com"])
+            Issue.record("duplicate insert succeeded")
+        } catch let error as SQLiteError where error.isConstraintUnique {
+            #expect(error.code == 19)  // SQLITE_CONSTRAINT
+            #expect(error.extendedCode == 2067)  // SQLITE_CONSTRAINT_UNIQUE
+            #expect(error.isConstraint)
+            #expect(error.sql == insert)
+            #expect(!error.description.contains("secret"))
+            #expect(!String(reflecting: error).contains("secret"))
+            #expect(error.description.contains("UNIQUE constraint failed: users.email"))
+        }
+        // The same, as a catch pattern; a primary-key clash counts as "already exists".
+        var matched = false
+        do {
+            try db.execute("INSERT INTO users(id, email) VALUES (?, ?)", [1, "other@example.com"])
+        } catch SQLiteError.constraintUnique {
+            matched = true
+        }
+        #expect(matched)
+
+        let notNull = #expect(throws: SQLiteError.self) {
+            try db.execute("INSERT INTO users(email) VALUES (?)", [String?.none])
+        }
+        #expect(notNull?.isConstraint == true && notNull?.isConstraintUnique == false)
+
+        let syntax = #expect(throws: SQLiteError.self) { try db.query("SELEC nothing") }
+        #expect(syntax?.code == 1 && syntax?.sql == "SELEC nothing")
+        let scriptError = #expect(throws: SQLiteError.self) {
+            try db.execute("SELECT 1; INSERT INTO missing VALUES (1); SELECT 2")
+        }
+        #expect(scriptError?.sql == "INSERT INTO missing VALUES (1);")
+        #expect(scriptError?.message.contains("no such table: missing") == true)
+        db.close()
+        #expect(db.openStatementCount == 0)
+        #expect(throws: SQLiteError.self) { try db.execute("SELECT 1") }
+    }
+
+    @Test func readOnlyConnectionRefusesWrites() throws {
+        let path = directory.file("ro.sqlite")
+        try Database(path: path).execute("CREATE TABLE t(a)")
+        var options = Database.Options()
+        options.readOnly = true
+        let db = try Database(path: path, options: options)
+        let error = #expect(throws: SQLiteError.self) { try db.execute("INSERT INTO t VALUES (1)", []) }
+        #expect(error?.isReadOnly == true)
+        #expect(throws: SQLiteError.self) { try Database(path: directory.file("missing/x.sqlite")) }
+    }
+
+    @Test func fileDatabaseUsesWAL() throws {
+        let db = try Database(path: directory.file("wal.sqlite"))
+        #expect(try db.queryOne("PRAGMA journal_mode")?.string(0) == "wal")
+        #expect(try db.queryOne("PRAGMA foreign_keys")?.int(0) == 1)
+        #expect(try db.queryOne("PRAGMA synchronous")?.int(0) == 2)  // FULL
+        try db.checkpoint(.truncate)
+    }
+
+    // MARK: - Maintenance
+
+    @Test(arguments: Location.allCases)
+    func backupCopiesRowsAndPassesIntegrityCheck(_ location: Location) throws {
+        let db = try location.open(directory)
+        try db.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, payload BLOB)")
+        try db.transaction {
+            for index in 0..<500 {
+                try db.execute("INSERT INTO t(payload) VALUES (?)", [[UInt8](repeating: UInt8(index % 256), count: 300)])
+            }
+        }
+        #expect(try db.integrityCheck() == ["ok"])
+        let copyPath = directory.file("backup.sqlite")
+        try db.backup(to: copyPath, pagesPerStep: 8)
+        let copy = try Database(path: copyPath)
+        #expect(try copy.integrityCheck() == ["ok"])
+        #expect(try copy.queryOne("SELECT count(*), sum(length(payload)) FROM t").map { [$0.int(0), $0.int(1)] } == [500, 150_000])
+        copy.close()
+        db.close()
+        #expect(db.openStatementCount == 0)
+    }
+}

@@ -1,0 +1,291 @@
+import Dispatch
+import Foundation
+import SQLite
+import Synchronization
+import Testing
+
+@Suite struct DatabaseWriterTests {
+    let directory = TemporaryDirectory()
+    var path: String { directory.file("writer.sqlite") }
+
+    /// Records every group commit's size.
+    final class Commits: Sendable {
+        let sizes = Mutex<[Int]>([])
+        var callback: @Sendable (Int, Duration) -> Void {
+            { size, _ in self.sizes.withLock { $0.append(size) } }
+        }
+    }
+
+    func makeWriter(_ commits: Commits? = nil) throws -> DatabaseWriter {
+        let writer = try DatabaseWriter(path: path, onCommit: commits?.callback)
+        try writer.write { db in try db.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, v INTEGER NOT NULL UNIQUE)") }
+        return writer
+    }
+
+    /// Blocks the writer thread inside a job until `open` is signalled, so that jobs submitted
+    /// meanwhile form exactly one following group.
+    func holdWriter(_ writer: DatabaseWriter) -> DispatchSemaphore {
+        let started = DispatchSemaphore(value: 0)
+        let gate = DispatchSemaphore(value: 0)
+        writer.submit({ _ in
+            started.signal()
+            gate.wait()
+        }, completion: { _ in })
+        started.wait()
+        return gate
+    }
+
+    @Test func concurrentSubmitsAllCompleteAndGroup() throws {
+        let commits = Commits()
+        let writer = try makeWriter(commits)
+        let threads = 8
+        let perThread = 100
+        let done = DispatchGroup()
+        let failures = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            for index in 0..<perThread {
+                done.enter()
+                writer.submit({ db in
+                    try db.execute("INSERT INTO t(v) VALUES (?)", [thread * perThread + index])
+                    return db.lastInsertRowID
+                }, completion: { result in
+                    if case .failure = result { failures.withLock { $0 += 1 } }
+                    done.leave()
+                })
+            }
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(failures.withLock { $0 } == 0)
+        #expect(try writer.write { db in try db.queryOne("SELECT count(*) FROM t")?.int(0) } == Int64(threads * perThread))
+        let sizes = commits.sizes.withLock { $0 }
+        #expect(sizes.reduce(0, +) == threads * perThread + 2)  // + CREATE TABLE + count
+        #expect(sizes.count < threads * perThread)  // fewer commits than jobs
+        writer.close()
+    }
+
+    @Test func heldWriterGroupsEverythingQueuedIntoOneCommit() throws {
+        let commits = Commits()
+        let writer = try makeWriter(commits)
+        let gate = holdWriter(writer)
+        let done = DispatchGroup()
+        for value in 0..<50 {
+            done.enter()
+            writer.submit({ db in try db.execute("INSERT INTO t(v) VALUES (?)", [value]) }, completion: { _ in done.leave() })
+        }
+        gate.signal()
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(commits.sizes.withLock { $0 }.contains(50))
+        writer.close()
+    }
+
+    @Test func failingJobRollsBackOnlyItself() throws {
+        let commits = Commits()
+        let writer = try makeWriter(commits)
+        let results = Mutex<[Int: Result<Int64, any Error>]>([:])
+        let done = DispatchGroup()
+        let gate = holdWriter(writer)
+        for value in [1, 2, 3] {
+            done.enter()
+            writer.submit({ db -> Int64 in
+                try db.execute("INSERT INTO t(v) VALUES (?)", [value])
+                if value == 2 {
+                    try db.execute("INSERT INTO t(v) VALUES (?)", [20])
+                    throw TestError(tag: "job 2")
+                }
+                return db.lastInsertRowID
+            }, completion: { result in
+                results.withLock { $0[value] = result }
+                done.leave()
+            })
+        }
+        gate.signal()
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        let outcome = results.withLock { $0 }
+        #expect((try? outcome[1]?.get()) != nil)
+        #expect((try? outcome[3]?.get()) != nil)
+        #expect(throws: TestError(tag: "job 2")) { try outcome[2]!.get() }
+        #expect(commits.sizes.withLock { $0 }.contains(3))  // the three shared one transaction
+        #expect(try writer.write { db in try db.query("SELECT v FROM t ORDER BY v").map { $0.int(0)! } } == [1, 3])
+
+        // A constraint error in a job is that job's error too.
+        let duplicate = #expect(throws: SQLiteError.self) {
+            try writer.write { db in try db.execute("INSERT INTO t(v) VALUES (?)", [1]) }
+        }
+        #expect(duplicate?.isConstraintUnique == true)
+        writer.close()
+    }
+
+    @Test func completionsRunOnlyAfterCommit() throws {
+        let writer = try makeWriter()
+        let readers = try DatabaseReaderPool(path: path, count: 1)
+        let visible = Mutex<[Bool]>([])
+        let done = DispatchGroup()
+        for value in 0..<20 {
+            done.enter()
+            writer.submit({ db in
+                try db.execute("INSERT INTO t(v) VALUES (?)", [value])
+            }, completion: { result in
+                // Another connection sees only committed data.
+                let seen = (try? readers.read { db in try db.queryOne("SELECT 1 FROM t WHERE v = ?", [value]) }) ?? nil
+                visible.withLock { $0.append(seen != nil && (try? result.get()) != nil) }
+                done.leave()
+            })
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(visible.withLock { $0 } == Array(repeating: true, count: 20))
+        readers.close()
+        writer.close()
+    }
+
+    @Test func closeDrainsQueuedJobsThenRefusesNewOnes() throws {
+        let writer = try makeWriter()
+        let completed = Mutex(0)
+        let gate = holdWriter(writer)
+        for value in 0..<200 {
+            writer.submit({ db in try db.execute("INSERT INTO t(v) VALUES (?)", [value]) }, completion: { result in
+                if case .success = result { completed.withLock { $0 += 1 } }
+            })
+        }
+        gate.signal()
+        writer.close()
+        writer.close()  // idempotent
+        #expect(completed.withLock { $0 } == 200)
+        #expect(throws: SQLiteError.self) { try writer.write { _ in 1 } }
+        let db = try Database(path: path)
+        #expect(try db.queryOne("SELECT count(*) FROM t")?.int(0) == 200)
+        // close() checkpointed with TRUNCATE: the WAL is empty.
+        let walSize = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
+        #expect(walSize == 0)
+    }
+
+    @Test func beginFailureIsEveryJobsError() throws {
+        try Database(path: path).execute("CREATE TABLE t(v)")
+        var options = Database.Options()
+        options.readOnly = true
+        let writer = try DatabaseWriter(path: path, options: options)
+        let error = #expect(throws: SQLiteError.self) {
+            try writer.write { db in try db.execute("INSERT INTO t(v) VALUES (1)", []) }
+        }
+        #expect(error?.isReadOnly == true)
+        writer.close()
+    }
+
+    @Test func diskFullJobDoesNotReportUncommittedSuccess() throws {
+        let writer = try makeWriter()
+        try writer.write { db in
+            let pages = try db.queryOne("PRAGMA page_count")!.int(0)!
+            try db.execute("PRAGMA max_page_count = \(pages + 2)")
+        }
+        let results = Mutex<[Int: Bool]>([:])
+        let done = DispatchGroup()
+        let gate = holdWriter(writer)
+        for value in 1...3 {
+            done.enter()
+            writer.submit({ db in
+                let size = value == 2 ? 100_000 : 10
+                try db.execute("INSERT INTO t(v) VALUES (?)", [value])
+                try db.execute("CREATE TABLE IF NOT EXISTS big(b)")
+                try db.execute("INSERT INTO big(b) VALUES (zeroblob(?))", [size])
+            }, completion: { result in
+                if case .failure(let error) = result, value == 2 {
+                    #expect((error as? SQLiteError)?.isFull == true)
+                }
+                results.withLock { $0[value] = (try? result.get()) != nil }
+                done.leave()
+            })
+        }
+        gate.signal()
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        let reported = results.withLock { $0 }
+        #expect(reported[2] == false)
+        // Whatever SQLite did with the transaction, "success" must mean "on disk".
+        let stored = try writer.write { db in Set(try db.query("SELECT v FROM t").map { Int($0.int(0)!) }) }
+        for value in 1...3 {
+            #expect(reported[value] == stored.contains(value), "job \(value)")
+        }
+        writer.close()
+    }
+
+    @Test func backgroundCheckpointKeepsWorking() throws {
+        let writer = try makeWriter()
+        writer.checkpointInBackground(every: .milliseconds(20))
+        for value in 0..<30 {
+            try writer.write { db in try db.execute("INSERT INTO t(v) VALUES (?)", [value]) }
+        }
+        Thread.sleep(forTimeInterval: 0.1)
+        #expect(try writer.write { db in try db.queryOne("PRAGMA wal_autocheckpoint")?.int(0) } == 0)
+        writer.close()
+        #expect(try Database(path: path).queryOne("SELECT count(*) FROM t")?.int(0) == 30)
+    }
+
+    // MARK: - Readers
+
+    @Test func readersSeeCommittedSnapshotsWhileTheWriterWrites() throws {
+        let writer = try makeWriter()
+        let readers = try DatabaseReaderPool(path: path, count: 2)
+        try writer.write { db in try db.execute("INSERT INTO t(v) VALUES (0)", []) }
+
+        // A read transaction keeps its snapshot while the writer commits (WAL: nobody blocks).
+        try readers.read { db in
+            let before = try db.queryOne("SELECT count(*) FROM t")?.int(0)
+            try writer.write { db in try db.execute("INSERT INTO t(v) VALUES (1)", []) }
+            #expect(try db.queryOne("SELECT count(*) FROM t")?.int(0) == before)
+        }
+        #expect(try readers.read { db in try db.queryOne("SELECT count(*) FROM t")?.int(0) } == 2)
+
+        // Concurrent readers during a stream of writes see counts that only grow.
+        let stop = Atomic(false)
+        let regressions = Atomic(0)
+        let reads = Atomic(0)
+        let readErrors = Mutex<[String]>([])
+        let group = DispatchGroup()
+        for _ in 0..<3 {
+            DispatchQueue.global().async(group: group) {
+                var last: Int64 = 0
+                var mine = 0
+                while !stop.load(ordering: .relaxed) || mine < 20 {
+                    do {
+                        let count = try readers.read { db in try db.queryOne("SELECT count(*) FROM t")?.int(0) } ?? -1
+                        if count < last { regressions.add(1, ordering: .relaxed) }
+                        last = count
+                        mine += 1
+                        reads.add(1, ordering: .relaxed)
+                    } catch {
+                        readErrors.withLock { $0.append("\(error)") }
+                        return
+                    }
+                }
+            }
+        }
+        for value in 2..<200 {
+            try writer.write { db in try db.execute("INSERT INTO t(v) VALUES (?)", [value]) }
+        }
+        stop.store(true, ordering: .relaxed)
+        #expect(group.wait(timeout: .now() + 10) == .success)
+        #expect(regressions.load(ordering: .relaxed) == 0)
+        #expect(reads.load(ordering: .relaxed) >= 60)
+        #expect(readErrors.withLock { $0 } == [])
+        #expect(try readers.read { db in try db.queryOne("SELECT count(*) FROM t")?.int(0) } == 200)
+
+        let refused = #expect(throws: SQLiteError.self) {
+            try readers.read { db in try db.execute("INSERT INTO t(v) VALUES (-1)", []) }
+        }
+        #expect(refused?.isReadOnly == true)
+
+        // A consistent online backup from a reader while the writer keeps going.
+        let copyPath = directory.file("online-backup.sqlite")
+        try readers.read { db in try db.backup(to: copyPath) }
+        let copy = try Database(path: copyPath)
+        #expect(try copy.integrityCheck() == ["ok"])
+        #expect(try copy.queryOne("SELECT count(*) FROM t")?.int(0) == 200)
+        readers.close()
+        #expect(throws: SQLiteError.self) { try readers.read { _ in 1 } }
+        writer.close()
+    }
+
+    @Test func readerPoolOnAMissingFileIsQueryOnly() throws {
+        let readers = try DatabaseReaderPool(path: directory.file("new.sqlite"), count: 1)
+        #expect(throws: SQLiteError.self) { try readers.read { db in try db.execute("CREATE TABLE x(a)") } }
+        readers.close()
+    }
+}

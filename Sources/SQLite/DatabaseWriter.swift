@@ -75,7 +75,14 @@ package final class DatabaseWriter: Sendable {
     }
 
     deinit {
-        close()
+        // The last reference may be dropped by a job or completion on the writer thread itself,
+        // which cannot wait for itself: there, only ask the thread to drain and stop.
+        if isWriterThread {
+            shared.withLock { $0.closing = true }
+            shared.broadcast()
+        } else {
+            close()
+        }
     }
 
     /// Queues a job; `completion` is called on the writer thread once its group committed

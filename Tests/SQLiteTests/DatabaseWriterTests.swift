@@ -289,3 +289,19 @@ import Testing
         readers.close()
     }
 }
+
+extension DatabaseWriterTests {
+    @Test func writerReleasedFromItsOwnCompletionShutsDown() throws {
+        var writer: DatabaseWriter? = try makeWriter()
+        let done = DispatchSemaphore(value: 0)
+        let holder = Mutex<DatabaseWriter?>(writer)
+        writer!.submit({ db in try db.execute("INSERT INTO t(v) VALUES (7)", []) }, completion: { _ in
+            holder.withLock { $0 = nil }  // possibly the last reference, dropped on the writer thread
+            done.signal()
+        })
+        writer = nil
+        #expect(done.wait(timeout: .now() + 5) == .success)
+        // The thread drains, checkpoints and closes on its own; the row is committed either way.
+        #expect(try Database(path: path).queryOne("SELECT count(*) FROM t")?.int(0) == 1)
+    }
+}

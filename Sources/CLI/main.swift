@@ -1,1 +1,159 @@
-print("buzzkit: not yet wired")
+import API
+import Crypto
+import Glibc
+import HTTPServer
+import Identity
+import JSON
+import SQLite
+import Storage
+
+// `buzzkit`: serve, migrate, tenant create, backup, identity-hash (API.md §11).
+
+let usage = """
+    usage: buzzkit serve [--host H] [--port P] [--database PATH] [--config FILE]
+           buzzkit migrate [--database PATH] [--config FILE]
+           buzzkit tenant create NAME [--database PATH] [--config FILE]
+           buzzkit backup DEST [--database PATH] [--config FILE]
+           buzzkit identity-hash --secret S EXTERNAL_ID
+    """
+
+/// Splits `--flag value` pairs from positional arguments; every flag takes a value.
+func parseFlags(_ arguments: ArraySlice<String>, allowed: Set<String>) throws -> (flags: [String: String], positional: [String]) {
+    var flags: [String: String] = [:]
+    var positional: [String] = []
+    var iterator = arguments.makeIterator()
+    while let argument = iterator.next() {
+        if argument.hasPrefix("--") {
+            var name = String(argument.dropFirst(2))
+            var value: String?
+            if let equals = name.firstIndex(of: "=") {
+                value = String(name[name.index(after: equals)...])
+                name = String(name[..<equals])
+            }
+            guard allowed.contains(name) else { throw CLIError("unknown flag --\(name)\n\(usage)", status: 2) }
+            guard let given = value ?? iterator.next() else { throw CLIError("--\(name) needs a value", status: 2) }
+            flags[name] = given
+        } else {
+            positional.append(argument)
+        }
+    }
+    return (flags, positional)
+}
+
+/// Config file, then environment, then flags.
+func loadSettings(_ flags: [String: String]) throws -> Settings {
+    var settings = Settings()
+    try settings.apply(configFile: flags["config"] ?? "config/buzzkit.json", required: flags["config"] != nil)
+    try settings.applyEnvironment()
+    if let host = flags["host"] { settings.host = host }
+    if let port = flags["port"] {
+        guard let p = Int(port), (0...65535).contains(p) else { throw CLIError("--port must be 0 to 65535", status: 2) }
+        settings.port = p
+    }
+    if let database = flags["database"] { settings.database = database }
+    return settings
+}
+
+func openStore(_ settings: Settings, metrics: Metrics? = nil) throws -> SQLiteIdentityStore {
+    try createParentDirectory(of: settings.database)
+    var configuration = SQLiteIdentityStore.Configuration(path: settings.database)
+    configuration.readerCount = settings.readerConnections
+    configuration.synchronous = settings.synchronousFull ? .full : .normal
+    return try SQLiteIdentityStore(configuration: configuration) { size, duration in
+        metrics?.recordCommit(batchSize: size, duration: duration)
+    }
+}
+
+/// Writes a line to standard error (Glibc's `stderr` global is not concurrency-safe in Swift 6).
+func printError(_ line: String) {
+    let bytes = Array((line + "\n").utf8)
+    _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+}
+
+func printJSON(_ value: JSONValue) {
+    print(value.jsonString)
+}
+
+func run(_ arguments: [String]) throws {
+    guard let command = arguments.first else { throw CLIError(usage, status: 2) }
+    let rest = arguments.dropFirst()
+    switch command {
+    case "serve":
+        let (flags, positional) = try parseFlags(rest, allowed: ["host", "port", "database", "config"])
+        guard positional.isEmpty else { throw CLIError(usage, status: 2) }
+        try serve(try loadSettings(flags))
+
+    case "migrate":
+        let (flags, _) = try parseFlags(rest, allowed: ["database", "config"])
+        let settings = try loadSettings(flags)
+        try createParentDirectory(of: settings.database)
+        let applied = try SQLiteIdentityStore.migrate(path: settings.database)
+        print(applied.isEmpty ? "database is up to date" : "applied: \(applied.joined(separator: ", "))")
+
+    case "tenant":
+        let (flags, positional) = try parseFlags(rest, allowed: ["database", "config"])
+        guard positional.count == 2, positional[0] == "create" else { throw CLIError(usage, status: 2) }
+        let settings = try loadSettings(flags)
+        let store = try openStore(settings)
+        defer { store.close() }
+        let name = positional[1]
+        let bootstrapKey = settings.bootstrapWorkspaceKey
+        let created = try store.write { ctx in
+            let now = SystemClock().now()
+            let workspaceID: String
+            if let bootstrapKey {
+                workspaceID = try Tenancy.bootstrapWorkspace(key: bootstrapKey, in: ctx, now: now)
+            } else if let first = try ctx.firstWorkspaceID() {
+                workspaceID = first
+            } else {
+                workspaceID = "ws_" + SecureRandom.token(length: 16)
+                try ctx.insertWorkspace(id: workspaceID, name: "default", now: now)
+            }
+            return try Tenancy.createTenant(name: name, workspaceID: workspaceID, in: ctx, now: now)
+        }
+        printJSON([
+            "tenant": ["id": .string(created.tenant.id), "name": .string(created.tenant.name)],
+            "secretKey": .string(created.secretKey.plaintext), "clientKey": .string(created.clientKey.plaintext),
+            "identitySecret": .string(created.identitySecret),
+        ])
+
+    case "backup":
+        let (flags, positional) = try parseFlags(rest, allowed: ["database", "config"])
+        guard positional.count == 1 else { throw CLIError(usage, status: 2) }
+        let settings = try loadSettings(flags)
+        let destination = positional[0]
+        guard access(settings.database, F_OK) == 0 else { throw CLIError("no database at \(settings.database)") }
+        guard access(destination, F_OK) != 0 else { throw CLIError("\(destination) exists; choose a new file") }
+        try createParentDirectory(of: destination)
+        // A read transaction pins one snapshot; the backup copies exactly it while writers go on.
+        let pool = try DatabaseReaderPool(path: settings.database, count: 1)
+        defer { pool.close() }
+        try pool.read { db in try db.backup(to: destination) }
+        let copy = try Database(path: destination, options: { var o = Database.Options(); o.readOnly = true; return o }())
+        defer { copy.close() }
+        let check = try copy.integrityCheck()
+        guard check == ["ok"] else { throw CLIError("backup failed its integrity check: \(check.prefix(3))") }
+        print("backup written to \(destination)")
+
+    case "identity-hash":
+        let (flags, positional) = try parseFlags(rest, allowed: ["secret"])
+        guard let secret = flags["secret"], positional.count == 1 else { throw CLIError(usage, status: 2) }
+        print(IdentityVerifier.identityHash(externalId: positional[0], secret: IdentityVerifier.key(fromSecret: secret)))
+
+    case "help", "--help", "-h":
+        print(usage)
+
+    default:
+        throw CLIError("unknown command \(command)\n\(usage)", status: 2)
+    }
+}
+
+do {
+    try run(Array(CommandLine.arguments.dropFirst()))
+} catch let error as CLIError {
+    printError("buzzkit: \(error.message)")
+    exit(error.status)
+} catch {
+    printError("buzzkit: \(error)")
+    exit(1)
+}

@@ -17,6 +17,8 @@ package protocol IdentityReadContext {
     func apiKey(hash: String) throws -> APIKeyRecord?
     func apiKeys(workspaceID: String, tenantID: String?) throws -> [APIKeyRecord]
     func workspaceExists(id: String) throws -> Bool
+    /// The oldest workspace, for offline tenant creation.
+    func firstWorkspaceID() throws -> String?
 
     /// The subscriber that `alias` (any id it ever had) reaches in this tenant.
     func subscriberKey(tenantID: String, alias: String) throws -> Int64?

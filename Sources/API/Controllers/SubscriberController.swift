@@ -1,0 +1,188 @@
+import Crypto
+import HTTP1
+import Identity
+import JSON
+
+/// Subscribers from the backend's side, and attribute patches from either side (API.md §5, §7).
+struct SubscriberController {
+    /// Most subscribers or events one page may hold.
+    static let maxPageSize = 1000
+    static let defaultPageSize = 100
+
+    var routes: [Route] {
+        [
+            Route(method: .GET, path: "/v1/subscribers", access: .backend, operationID: "listSubscribers", handler: list),
+            Route(method: .PUT, path: "/v1/subscribers/:id", access: .backend, operationID: "upsertSubscriber", handler: upsert),
+            Route(method: .GET, path: "/v1/subscribers/:id", access: .backend, operationID: "getSubscriber", handler: get),
+            Route(method: .DELETE, path: "/v1/subscribers/:id", access: .backend, operationID: "deleteSubscriber", handler: delete),
+            Route(
+                method: .GET, path: "/v1/subscribers/:id/events", access: .backend, operationID: "listSubscriberEvents",
+                handler: timeline),
+            Route(method: .POST, path: "/v1/subscribers/:id/merge", access: .backend, operationID: "mergeSubscriber", handler: merge),
+            Route(
+                method: .PATCH, path: "/v1/subscribers/:id/attributes", access: .app, operationID: "updateAttributes",
+                handler: patchAttributes),
+        ]
+    }
+
+    func upsert(_ context: RequestContext) throws -> Outcome {
+        let caller = try context.requireCaller()
+        let externalID = try context.parameter("id")
+        try IDRules.validateExternalID(externalID, blocked: caller.tenant.settings.blockedExternalIds)
+        let body = try context.jsonBody()
+        try body.allowOnly(["email", "attributes", "subscribe"])
+        let email = try body.string("email")
+        if let email { try EmailRules.validate(email) }
+        let attributes = try body.object("attributes")
+        if let attributes { try AttributeMerge.validate(attributes, limits: caller.tenant.settings.attributeLimits) }
+        let subscribeEmail = try Self.subscribeEmail(body)
+        let now = context.now
+        return .write { ctx in
+            let result = try Operations.upsert(
+                externalID: externalID, email: email, attributes: attributes, subscribeEmail: subscribeEmail,
+                caller: caller, in: ctx, now: now)
+            return try Self.reply(result, ctx, status: result.created ? .created : .ok)
+        }
+    }
+
+    func get(_ context: RequestContext) throws -> Outcome {
+        let caller = try context.requireCaller()
+        let id = try context.parameter("id")
+        return try context.store.read { ctx in
+            guard let record = try Access.resolveForRead(id, caller: caller, in: ctx, now: context.now) else {
+                throw IdentityError.subscriberNotFound
+            }
+            var reply = Reply(["subscriber": Rendering.subscriber(try SubscriberSnapshot.load(record, from: ctx))])
+            if record.id != id { reply.metadata["resolvedFrom"] = .string(id) }
+            return .reply(reply)
+        }
+    }
+
+    func list(_ context: RequestContext) throws -> Outcome {
+        let caller = try context.requireCaller()
+        let query = context.query
+        let limit = try Self.limit(query)
+        var afterKey: Int64 = 0
+        if let cursor = query["cursor"], !cursor.isEmpty {
+            guard let key = Self.decodeCursor(cursor) else { throw APIError.invalidRequest("'cursor' is not a cursor this server gave.") }
+            afterKey = key
+        }
+        let anonymous = try Self.boolParameter(query, "anonymous")
+        let verified = try Self.boolParameter(query, "verified")
+        return try context.store.read { ctx in
+            let page = try ctx.listSubscribers(
+                tenantID: caller.tenant.id, afterKey: afterKey, limit: limit + 1, anonymous: anonymous, verified: verified)
+            let shown = page.prefix(limit)
+            let next: JSONValue = page.count > limit ? .string(Self.encodeCursor(shown.last!.key)) : .null
+            return .reply(
+                Reply(["subscribers": .array(shown.map(Rendering.subscriberSummary)), "nextCursor": next]))
+        }
+    }
+
+    func delete(_ context: RequestContext) throws -> Outcome {
+        let caller = try context.requireCaller()
+        let id = try context.parameter("id")
+        try IDRules.validateSubscriberID(id, blocked: caller.tenant.settings.blockedExternalIds)
+        return .write { ctx in
+            guard try Operations.delete(id: id, caller: caller, in: ctx) else { throw IdentityError.subscriberNotFound }
+            return Reply(["deleted": true])
+        }
+    }
+
+    func timeline(_ context: RequestContext) throws -> Outcome {
+        let caller = try context.requireCaller()
+        let id = try context.parameter("id")
+        let query = context.query
+        let limit = try Self.limit(query)
+        var after: Int64 = 0
+        if let raw = query["after"], !raw.isEmpty {
+            guard let seq = Int64(raw), seq >= 0 else { throw APIError.invalidRequest("'after' must be a seq (0 or more).") }
+            after = seq
+        }
+        return try context.store.read { ctx in
+            guard let record = try Access.resolveForRead(id, caller: caller, in: ctx, now: context.now) else {
+                throw IdentityError.subscriberNotFound
+            }
+            let page = try ctx.events(key: record.key, afterSeq: after, limit: limit + 1)
+            let shown = page.prefix(limit)
+            let next: JSONValue = page.count > limit ? Rendering.integer(shown.last!.seq) : .null
+            var reply = Reply(["events": .array(shown.map(Rendering.event)), "nextCursor": next])
+            if record.id != id { reply.metadata["resolvedFrom"] = .string(id) }
+            return .reply(reply)
+        }
+    }
+
+    func merge(_ context: RequestContext) throws -> Outcome {
+        let caller = try context.requireCaller()
+        let externalID = try context.parameter("id")
+        try IDRules.validateExternalID(externalID, blocked: caller.tenant.settings.blockedExternalIds)
+        let body = try context.jsonBody()
+        try body.allowOnly(["anonymousId"])
+        let anonymousID = try body.requireString("anonymousId")
+        try IDRules.validateAnonymousID(anonymousID)
+        let now = context.now
+        let metrics = context.metrics
+        return .write { ctx in
+            let result = try Operations.merge(anonymousID: anonymousID, into: externalID, caller: caller, in: ctx, now: now)
+            if let shape = result.merge?.shape { metrics.recordMerge(shape: shape.rawValue) }
+            return try Self.reply(result, ctx)
+        }
+    }
+
+    func patchAttributes(_ context: RequestContext) throws -> Outcome {
+        let caller = try context.requireCaller()
+        let id = try context.parameter("id")
+        try IDRules.validateSubscriberID(id, blocked: caller.tenant.settings.blockedExternalIds)
+        let body = try context.jsonBody()
+        try body.allowOnly(["attributes"])
+        guard let attributes = try body.object("attributes") else { throw APIError.invalidRequest("'attributes' is required.") }
+        try AttributeMerge.validate(attributes, limits: caller.tenant.settings.attributeLimits)
+        let now = context.now
+        return .write { ctx in
+            try Self.reply(Operations.patchAttributes(id: id, attributes: attributes, caller: caller, in: ctx, now: now), ctx)
+        }
+    }
+
+    // MARK: - Shared pieces
+
+    /// `{subscriber, merge?}` with the operation's warnings, read in the same transaction.
+    static func reply(_ result: OperationResult, _ ctx: any IdentityWriteContext, status: HTTPStatus = .ok) throws -> Reply {
+        var data: JSONObject = ["subscriber": Rendering.subscriber(try SubscriberSnapshot.load(result.subscriber, from: ctx))]
+        if let merge = result.merge { data["merge"] = Rendering.merge(merge) }
+        return Reply(status: status, .object(data), warnings: result.warnings)
+    }
+
+    /// `subscribe: {"email": false}` → false.
+    static func subscribeEmail(_ body: JSONObject) throws(APIError) -> Bool? {
+        guard let subscribe = try body.object("subscribe") else { return nil }
+        try subscribe.allowOnly(["email"], path: "subscribe.")
+        return try subscribe.bool("email", path: "subscribe.")
+    }
+
+    static func limit(_ query: [String: String]) throws(APIError) -> Int {
+        guard let raw = query["limit"], !raw.isEmpty else { return defaultPageSize }
+        guard let limit = Int(raw), limit >= 1, limit <= maxPageSize else {
+            throw .invalidRequest("'limit' must be from 1 to \(maxPageSize).")
+        }
+        return limit
+    }
+
+    static func boolParameter(_ query: [String: String], _ name: String) throws(APIError) -> Bool? {
+        switch query[name] {
+        case nil, "": nil
+        case "true": true
+        case "false": false
+        default: throw .invalidRequest("'\(name)' must be true or false.")
+        }
+    }
+
+    /// Cursors are opaque to clients: base64url of `s:<key>`, so the format can change.
+    static func encodeCursor(_ key: Int64) -> String { Base64URL.encode(Array("s:\(key)".utf8)) }
+
+    static func decodeCursor(_ cursor: String) -> Int64? {
+        guard let bytes = Base64URL.decode(cursor), let text = String(validating: bytes, as: UTF8.self),
+            text.hasPrefix("s:"), let key = Int64(text.dropFirst(2)), key >= 0
+        else { return nil }
+        return key
+    }
+}

@@ -1,0 +1,65 @@
+import Crypto
+import Identity
+import JSON
+import Synchronization
+
+/// Request ids: a random per-process prefix and a counter, so minting one costs no syscall.
+enum RequestIDs {
+    private static let prefix = SecureRandom.token(length: 8)
+    private static let counter = Atomic<UInt64>(0)
+
+    static func next() -> String {
+        let n = counter.add(1, ordering: .relaxed).newValue
+        return prefix + String(n, radix: 36)
+    }
+}
+
+/// Counts app calls made without a proof over the last 24 hours, per tenant, in hourly buckets,
+/// so a team can see when enforcing verification is safe. In memory: a restart starts from zero.
+final class UnverifiedCallCounter: Sendable {
+    private struct Hours {
+        var hour: Int64
+        var counts: [Int64: Int] = [:]
+    }
+    private let state = Mutex<[String: [Int64: Int]]>([:])
+
+    func recordUnverified(tenantID: String, nowMillis: Int64) {
+        let hour = nowMillis / 3_600_000
+        state.withLock { tenants in
+            var hours = tenants[tenantID] ?? [:]
+            hours[hour, default: 0] += 1
+            if hours.count > 25 { hours = hours.filter { $0.key > hour - 24 } }
+            tenants[tenantID] = hours
+        }
+    }
+
+    func count(tenantID: String, nowMillis: Int64) -> Int {
+        let hour = nowMillis / 3_600_000
+        return state.withLock { tenants in
+            (tenants[tenantID] ?? [:]).filter { $0.key > hour - 24 }.values.reduce(0, +)
+        }
+    }
+}
+
+/// Every error becomes an envelope: known refusals keep their code, anything else is a 500
+/// whose message says nothing of the internals (the details go to the log with the request id).
+enum ErrorMapping {
+    static func apiError(for error: any Error, logger: Logger, requestID: String, route: String) -> APIError {
+        switch error {
+        case let error as APIError:
+            return error
+        case let error as IdentityError:
+            if error.code == "unavailable" {
+                logger.log(.warn, "storage unavailable", ["requestId": .string(requestID), "route": .string(route), "reason": .string(error.message)])
+            }
+            return APIError(error)
+        case let error as ProofFailure:
+            return APIError(error.identityError)
+        default:
+            logger.log(
+                .error, "unhandled error",
+                ["requestId": .string(requestID), "route": .string(route), "error": .string(String(describing: error))])
+            return .internalError
+        }
+    }
+}

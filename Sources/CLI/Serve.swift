@@ -1,0 +1,56 @@
+import API
+import Glibc
+import HTTPServer
+import Identity
+import JSON
+import SQLite
+import Storage
+
+/// `buzzkit serve`: migrate, open the store, serve until SIGTERM or SIGINT, then drain.
+func serve(_ settings: Settings) throws {
+    // Block the shutdown signals before any thread starts, so every thread inherits the mask
+    // and only `sigwait` below ever sees them.
+    var signals = sigset_t()
+    sigemptyset(&signals)
+    sigaddset(&signals, SIGTERM)
+    sigaddset(&signals, SIGINT)
+    pthread_sigmask(SIG_BLOCK, &signals, nil)
+    signal(SIGPIPE, SIG_IGN)
+
+    let logger = Logger(level: settings.logLevel)
+    let metrics = Metrics()
+    let store = try openStore(settings, metrics: metrics)
+    store.writer.checkpointInBackground(every: .seconds(1))
+    if let key = settings.bootstrapWorkspaceKey {
+        _ = try store.write { ctx in try Tenancy.bootstrapWorkspace(key: key, in: ctx, now: SystemClock().now()) }
+    }
+
+    var configuration = settings.server
+    configuration.host = settings.host
+    configuration.port = settings.port
+    var appConfiguration = settings.application
+    appConfiguration.logLevel = settings.logLevel
+    let application = Application(store: store, configuration: appConfiguration, logger: logger, metrics: metrics)
+    let server = HTTPServer(configuration: configuration, responder: application)
+    let port = try server.start()
+    metrics.setGauge("buzzkit_open_connections") { Double(server.metrics.openConnections) }
+    let databasePath = settings.database
+    metrics.setGauge("buzzkit_database_bytes") { Double(fileSize(databasePath) + fileSize(databasePath + "-wal")) }
+
+    // stdout may be a pipe (tests, supervisors): write the line unbuffered, in one call.
+    let line = Array("listening on http://\(settings.host):\(port)\n".utf8)
+    _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+    logger.log(.info, "listening", ["host": .string(settings.host), "port": .number(String(port))])
+
+    var received: Int32 = 0
+    sigwait(&signals, &received)
+    logger.log(.info, "shutting down", ["signal": .string(received == SIGTERM ? "SIGTERM" : "SIGINT")])
+    server.shutdown(drainTimeout: .seconds(settings.shutdownDrainSeconds))
+    store.close()
+    logger.log(.info, "stopped")
+}
+
+private func fileSize(_ path: String) -> Int {
+    var info = stat()
+    return stat(path, &info) == 0 ? Int(info.st_size) : 0
+}

@@ -1,1 +1,0 @@
-// Storage module: implementation lands in its own commit.

@@ -1,0 +1,371 @@
+import Identity
+import JSON
+import SQLite
+
+/// The identity store's reads and writes as SQL over one connection. Every statement goes
+/// through the connection's statement cache; every lookup uses an index (see migrations/).
+struct SQLiteContext: IdentityWriteContext {
+    let db: Database
+
+    // MARK: - Tenancy
+
+    func tenant(id: String) throws -> TenantRecord? {
+        guard let row = try db.queryOne(
+            """
+            SELECT id, workspace_id, name, settings, identity_secret, previous_secret, previous_expires_at, created_at
+            FROM tenants WHERE id = ?
+            """, [id])
+        else { return nil }
+        let settingsJSON = (try? JSONParser.parse(Array((row.string("settings") ?? "{}").utf8)))?.objectValue
+        return TenantRecord(
+            id: row.string("id") ?? id, workspaceID: row.string("workspace_id") ?? "", name: row.string("name") ?? "",
+            settings: TenantSettings.decode(settingsJSON ?? [:]),
+            secrets: IdentitySecretSet(
+                current: Array((row.string("identity_secret") ?? "").utf8),
+                previous: row.string("previous_secret").map { Array($0.utf8) },
+                previousExpiresAt: row.int("previous_expires_at")),
+            createdAt: Timestamp(millis: row.int("created_at") ?? 0))
+    }
+
+    func apiKey(hash: String) throws -> APIKeyRecord? {
+        try db.queryOne(
+            "SELECT id, kind, workspace_id, tenant_id, display_prefix, created_at, revoked_at FROM api_keys WHERE hash = ?",
+            [hash]
+        ).flatMap(Self.apiKeyRecord)
+    }
+
+    func apiKeys(workspaceID: String, tenantID: String?) throws -> [APIKeyRecord] {
+        try db.query(
+            """
+            SELECT id, kind, workspace_id, tenant_id, display_prefix, created_at, revoked_at FROM api_keys
+            WHERE workspace_id = ? AND tenant_id IS ? ORDER BY created_at, id
+            """, [workspaceID, tenantID]
+        ).compactMap(Self.apiKeyRecord)
+    }
+
+    private static func apiKeyRecord(_ row: Row) -> APIKeyRecord? {
+        guard let id = row.string("id"), let kind = row.string("kind").flatMap(KeyKind.init(rawValue:)),
+            let workspace = row.string("workspace_id")
+        else { return nil }
+        return APIKeyRecord(
+            id: id, kind: kind, workspaceID: workspace, tenantID: row.string("tenant_id"),
+            displayPrefix: row.string("display_prefix") ?? "", createdAt: Timestamp(millis: row.int("created_at") ?? 0),
+            revokedAt: row.int("revoked_at").map(Timestamp.init(millis:)))
+    }
+
+    func workspaceExists(id: String) throws -> Bool {
+        try db.queryOne("SELECT 1 FROM workspaces WHERE id = ?", [id]) != nil
+    }
+
+    func firstWorkspaceID() throws -> String? {
+        try db.queryOne("SELECT id FROM workspaces ORDER BY created_at, id LIMIT 1")?.string(0)
+    }
+
+    func insertWorkspace(id: String, name: String, now: Timestamp) throws {
+        try db.execute("INSERT INTO workspaces (id, name, created_at) VALUES (?, ?, ?)", [id, name, now.millis])
+    }
+
+    func insertTenant(_ tenant: TenantRecord) throws {
+        try db.execute(
+            """
+            INSERT INTO tenants (id, workspace_id, name, settings, identity_secret, previous_secret,
+                                 previous_expires_at, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                tenant.id, tenant.workspaceID, tenant.name, JSONValue.object(tenant.settings.json).jsonString,
+                String(decoding: tenant.secrets.current, as: UTF8.self),
+                tenant.secrets.previous.map { String(decoding: $0, as: UTF8.self) },
+                tenant.secrets.previousExpiresAt, tenant.createdAt.millis,
+            ])
+    }
+
+    func updateTenant(_ tenant: TenantRecord) throws {
+        try db.execute(
+            """
+            UPDATE tenants SET name = ?, settings = ?, identity_secret = ?, previous_secret = ?, previous_expires_at = ?
+            WHERE id = ?
+            """,
+            [
+                tenant.name, JSONValue.object(tenant.settings.json).jsonString,
+                String(decoding: tenant.secrets.current, as: UTF8.self),
+                tenant.secrets.previous.map { String(decoding: $0, as: UTF8.self) },
+                tenant.secrets.previousExpiresAt, tenant.id,
+            ])
+    }
+
+    func insertAPIKey(_ key: APIKeyRecord, hash: String) throws {
+        try db.execute(
+            """
+            INSERT INTO api_keys (hash, id, kind, workspace_id, tenant_id, display_prefix, created_at, revoked_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, NULL)
+            """,
+            [hash, key.id, key.kind.rawValue, key.workspaceID, key.tenantID, key.displayPrefix, key.createdAt.millis])
+    }
+
+    func revokeAPIKey(id: String, workspaceID: String, tenantID: String?, now: Timestamp) throws -> Bool {
+        try db.execute(
+            """
+            UPDATE api_keys SET revoked_at = ?
+            WHERE id = ? AND workspace_id = ? AND tenant_id IS ? AND revoked_at IS NULL
+            """, [now.millis, id, workspaceID, tenantID])
+        return db.changes > 0
+    }
+
+    // MARK: - Subscribers and aliases
+
+    func subscriberKey(tenantID: String, alias: String) throws -> Int64? {
+        try db.queryOne("SELECT subscriber_key FROM aliases WHERE tenant_id = ? AND alias = ?", [tenantID, alias])?
+            .int(0)
+    }
+
+    private static let subscriberColumns = """
+        key, tenant_id, id, anonymous, verified, email, email_subscribed, last_seq, event_count, created_at, updated_at
+        """
+
+    func subscriber(key: Int64) throws -> SubscriberRecord? {
+        try db.queryOne("SELECT \(Self.subscriberColumns) FROM subscribers WHERE key = ?", [key])
+            .map(Self.subscriberRecord)
+    }
+
+    private static func subscriberRecord(_ row: Row) -> SubscriberRecord {
+        SubscriberRecord(
+            key: row.int(0) ?? 0, tenantID: row.string(1) ?? "", id: row.string(2) ?? "",
+            anonymous: row.bool(3) ?? false, verified: row.bool(4) ?? false, email: row.string(5),
+            emailSubscribed: row.bool(6) ?? false, lastSeq: row.int(7) ?? 0, eventCount: row.int(8) ?? 0,
+            createdAt: Timestamp(millis: row.int(9) ?? 0), updatedAt: Timestamp(millis: row.int(10) ?? 0))
+    }
+
+    func listSubscribers(
+        tenantID: String, afterKey: Int64, limit: Int, anonymous: Bool?, verified: Bool?
+    ) throws -> [SubscriberRecord] {
+        // `? IS NULL OR …` keeps one cached statement for every filter combination.
+        try db.query(
+            """
+            SELECT \(Self.subscriberColumns) FROM subscribers
+            WHERE tenant_id = ? AND key > ? AND (?3 IS NULL OR anonymous = ?3) AND (?4 IS NULL OR verified = ?4)
+            ORDER BY key LIMIT ?5
+            """, [tenantID, afterKey, anonymous, verified, limit]
+        ).map(Self.subscriberRecord)
+    }
+
+    func subscriberCounts(tenantID: String) throws -> (identified: Int, verified: Int) {
+        let row = try db.queryOne(
+            """
+            SELECT count(*), coalesce(sum(verified), 0) FROM subscribers
+            WHERE tenant_id = ? AND anonymous = 0
+            """, [tenantID])
+        return (Int(row?.int(0) ?? 0), Int(row?.int(1) ?? 0))
+    }
+
+    func insertSubscriber(tenantID: String, id: String, anonymous: Bool, now: Timestamp) throws -> SubscriberRecord {
+        try db.execute(
+            """
+            INSERT INTO subscribers (tenant_id, id, anonymous, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
+            """, [tenantID, id, anonymous, now.millis, now.millis])
+        let key = db.lastInsertRowID
+        try addAlias(tenantID: tenantID, alias: id, key: key)
+        return SubscriberRecord(
+            key: key, tenantID: tenantID, id: id, anonymous: anonymous, createdAt: now, updatedAt: now)
+    }
+
+    func updateSubscriber(_ r: SubscriberRecord) throws {
+        try db.execute(
+            """
+            UPDATE subscribers SET id = ?, anonymous = ?, verified = ?, email = ?, email_subscribed = ?,
+                last_seq = ?, event_count = ?, updated_at = ?
+            WHERE key = ?
+            """,
+            [r.id, r.anonymous, r.verified, r.email, r.emailSubscribed, r.lastSeq, r.eventCount, r.updatedAt.millis, r.key])
+    }
+
+    func addAlias(tenantID: String, alias: String, key: Int64) throws {
+        try db.execute("INSERT INTO aliases (tenant_id, alias, subscriber_key) VALUES (?, ?, ?)", [tenantID, alias, key])
+    }
+
+    func aliases(key: Int64, excluding current: String) throws -> [String] {
+        try db.query("SELECT alias FROM aliases WHERE subscriber_key = ? AND alias <> ? ORDER BY alias", [key, current])
+            .compactMap { $0.string(0) }
+    }
+
+    func reassignAliases(from: Int64, to: Int64) throws {
+        try db.execute("UPDATE aliases SET subscriber_key = ? WHERE subscriber_key = ?", [to, from])
+    }
+
+    func deleteSubscriber(key: Int64) throws {
+        // Child rows go by ON DELETE CASCADE (foreign keys are on for every connection).
+        try db.execute("DELETE FROM subscribers WHERE key = ?", [key])
+    }
+
+    // MARK: - Attributes
+
+    func attributes(key: Int64) throws -> [(name: String, entry: AttributeEntry)] {
+        try db.query("SELECT name, value, set_by_backend FROM attributes WHERE subscriber_key = ? ORDER BY name", [key])
+            .compactMap { row in
+                guard let name = row.string(0), let text = row.string(1),
+                    let value = try? JSONParser.parse(Array(text.utf8), maxDepth: 64)
+                else { return nil }
+                return (name, AttributeEntry(value: value, setByBackend: row.bool(2) ?? false))
+            }
+    }
+
+    func writeAttributes(key: Int64, _ changes: [(name: String, entry: AttributeEntry?)]) throws {
+        for (name, entry) in changes {
+            if let entry {
+                try db.execute(
+                    """
+                    INSERT INTO attributes (subscriber_key, name, value, set_by_backend) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (subscriber_key, name) DO UPDATE SET value = excluded.value,
+                        set_by_backend = excluded.set_by_backend
+                    """, [key, name, entry.value.jsonString, entry.setByBackend])
+            } else {
+                try db.execute("DELETE FROM attributes WHERE subscriber_key = ? AND name = ?", [key, name])
+            }
+        }
+    }
+
+    // MARK: - Push subscriptions, preferences, devices
+
+    func pushSubscriptions(key: Int64) throws -> [PushSubscriptionRecord] {
+        try db.query(
+            """
+            SELECT device_id, token, platform, created_at, updated_at FROM push_subscriptions
+            WHERE subscriber_key = ? ORDER BY updated_at DESC, device_id
+            """, [key]
+        ).map { row in
+            PushSubscriptionRecord(
+                deviceID: row.string(0) ?? "", token: row.string(1) ?? "", platform: row.string(2) ?? "",
+                createdAt: Timestamp(millis: row.int(3) ?? 0), updatedAt: Timestamp(millis: row.int(4) ?? 0))
+        }
+    }
+
+    func upsertPushSubscription(
+        tenantID: String, key: Int64, deviceID: String, token: String, platform: String, now: Timestamp
+    ) throws {
+        // The token may be registered under another device id (reinstall): it moves here too.
+        try db.execute(
+            "DELETE FROM push_subscriptions WHERE tenant_id = ? AND token = ? AND device_id <> ?",
+            [tenantID, token, deviceID])
+        try db.execute(
+            """
+            INSERT INTO push_subscriptions (tenant_id, device_id, subscriber_key, token, platform, created_at, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (tenant_id, device_id) DO UPDATE SET subscriber_key = excluded.subscriber_key,
+                token = excluded.token, platform = excluded.platform, updated_at = excluded.updated_at
+            """, [tenantID, deviceID, key, token, platform, now.millis, now.millis])
+    }
+
+    func deletePushSubscription(tenantID: String, key: Int64, deviceID: String) throws -> Bool {
+        try db.execute(
+            "DELETE FROM push_subscriptions WHERE tenant_id = ? AND device_id = ? AND subscriber_key = ?",
+            [tenantID, deviceID, key])
+        return db.changes > 0
+    }
+
+    func evictPushSubscriptions(key: Int64, keep: Int) throws -> Int {
+        try db.execute(
+            """
+            DELETE FROM push_subscriptions WHERE subscriber_key = ?1 AND device_id IN (
+                SELECT device_id FROM push_subscriptions WHERE subscriber_key = ?1
+                ORDER BY updated_at DESC, device_id LIMIT -1 OFFSET ?2)
+            """, [key, keep])
+        return db.changes
+    }
+
+    func movePushSubscriptions(from: Int64, to: Int64) throws {
+        try db.execute("UPDATE push_subscriptions SET subscriber_key = ? WHERE subscriber_key = ?", [to, from])
+    }
+
+    func preferences(key: Int64) throws -> [PreferenceRecord] {
+        try db.query(
+            "SELECT topic, subscribed, updated_at FROM preferences WHERE subscriber_key = ? ORDER BY topic", [key]
+        ).map { row in
+            PreferenceRecord(
+                topic: row.string(0) ?? "", subscribed: row.bool(1) ?? false,
+                updatedAt: Timestamp(millis: row.int(2) ?? 0))
+        }
+    }
+
+    func writePreference(key: Int64, _ p: PreferenceRecord) throws {
+        try db.execute(
+            """
+            INSERT INTO preferences (subscriber_key, topic, subscribed, updated_at) VALUES (?, ?, ?, ?)
+            ON CONFLICT (subscriber_key, topic) DO UPDATE SET subscribed = excluded.subscribed,
+                updated_at = excluded.updated_at
+            """, [key, p.topic, p.subscribed, p.updatedAt.millis])
+    }
+
+    func devices(key: Int64) throws -> [DeviceRecord] {
+        try db.query(
+            """
+            SELECT device_id, platform, app_version, os_version, model, locale, time_zone, last_seen_at
+            FROM devices WHERE subscriber_key = ? ORDER BY last_seen_at DESC, device_id
+            """, [key]
+        ).map { row in
+            DeviceRecord(
+                deviceID: row.string(0) ?? "", platform: row.string(1), appVersion: row.string(2),
+                osVersion: row.string(3), model: row.string(4), locale: row.string(5), timeZone: row.string(6),
+                lastSeenAt: Timestamp(millis: row.int(7) ?? 0))
+        }
+    }
+
+    func upsertDevice(key: Int64, _ d: DeviceRecord) throws {
+        // coalesce: a field the device did not report keeps its stored value.
+        try db.execute(
+            """
+            INSERT INTO devices (subscriber_key, device_id, platform, app_version, os_version, model, locale,
+                                 time_zone, last_seen_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (subscriber_key, device_id) DO UPDATE SET
+                platform = coalesce(excluded.platform, platform),
+                app_version = coalesce(excluded.app_version, app_version),
+                os_version = coalesce(excluded.os_version, os_version),
+                model = coalesce(excluded.model, model),
+                locale = coalesce(excluded.locale, locale),
+                time_zone = coalesce(excluded.time_zone, time_zone),
+                last_seen_at = max(excluded.last_seen_at, last_seen_at)
+            """,
+            [key, d.deviceID, d.platform, d.appVersion, d.osVersion, d.model, d.locale, d.timeZone, d.lastSeenAt.millis])
+    }
+
+    // MARK: - Events
+
+    func insertEvent(key: Int64, seq: Int64, _ e: NewEvent) throws -> Bool {
+        try db.execute(
+            """
+            INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties)
+            VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (subscriber_key, client_id) DO NOTHING
+            """, [key, seq, e.clientID, e.name, e.timestamp.millis, e.receivedAt.millis, e.propertiesJSON])
+        return db.changes > 0
+    }
+
+    func copyEvents(from: Int64, to: Int64, afterSeq: Int64) throws -> Int {
+        // One statement: numbering by row_number() keeps the source's order and leaves no gaps.
+        try db.execute(
+            """
+            INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties)
+            SELECT ?1, ?3 + row_number() OVER (ORDER BY seq), client_id, name, timestamp, received_at, properties
+            FROM events AS source
+            WHERE source.subscriber_key = ?2 AND NOT EXISTS (
+                SELECT 1 FROM events AS mine WHERE mine.subscriber_key = ?1 AND mine.client_id = source.client_id)
+            ORDER BY seq
+            """, [to, from, afterSeq])
+        return db.changes
+    }
+
+    func events(key: Int64, afterSeq: Int64, limit: Int) throws -> [EventRecord] {
+        try db.query(
+            """
+            SELECT seq, client_id, name, timestamp, received_at, properties FROM events
+            WHERE subscriber_key = ? AND seq > ? ORDER BY seq LIMIT ?
+            """, [key, afterSeq, limit]
+        ).map { row in
+            EventRecord(
+                seq: row.int(0) ?? 0,
+                event: NewEvent(
+                    clientID: row.string(1) ?? "", name: row.string(2) ?? "",
+                    timestamp: Timestamp(millis: row.int(3) ?? 0), receivedAt: Timestamp(millis: row.int(4) ?? 0),
+                    propertiesJSON: row.string(5)))
+        }
+    }
+}

@@ -11,6 +11,9 @@ struct EchoResponder: Responder {
             DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(150)) {
                 completion(HTTPResponse(status: .ok, body: Array("async".utf8)))
             }
+        case "/huge":
+            // Larger than the socket buffers: forces partial writes and EPOLLOUT.
+            completion(HTTPResponse(status: .ok, body: [UInt8](repeating: 0x68, count: 3 * 1024 * 1024)))
         case "/big":
             completion(HTTPResponse(status: .ok, body: Array(String(repeating: "0123456789", count: 200).utf8)))
         default:

@@ -184,6 +184,29 @@ import Testing
         done.wait()
     }
 
+    @Test func largeResponseSurvivesPartialWrites() throws {
+        let client = try test.client()
+        client.send("GET /huge HTTP/1.1\r\nHost: x\r\n\r\nGET /next HTTP/1.1\r\nHost: x\r\n\r\n")
+        usleep(100_000)  // let the server fill the socket and wait for EPOLLOUT
+        let response = try client.readResponse()
+        #expect(response.body.count == 3 * 1024 * 1024)
+        #expect(response.body.allSatisfy { $0 == 0x68 })
+        #expect(String(decoding: try client.readResponse().body, as: UTF8.self) == "GET /next ")
+    }
+
+    @Test func manyConcurrentConnections() throws {
+        let clients = try (0..<100).map { _ in try test.client() }
+        for (index, client) in clients.enumerated() {
+            client.send("GET /c\(index) HTTP/1.1\r\nHost: x\r\n\r\nGET /async HTTP/1.1\r\nHost: x\r\n\r\n")
+        }
+        for (index, client) in clients.enumerated() {
+            #expect(String(decoding: try client.readResponse().body, as: UTF8.self) == "GET /c\(index) ")
+            #expect(String(decoding: try client.readResponse().body, as: UTF8.self) == "async")
+        }
+        #expect(test.server.metrics.openConnections == 100)
+        #expect(test.server.metrics.totalAccepted == 100)
+    }
+
     @Test func idleConnectionsStaySmall() throws {
         let clients = try (0..<20).map { _ in try test.client() }
         for client in clients {

@@ -152,7 +152,7 @@ struct ConnectionStateMachine {
         requestStarted = false
         if readIndex == buffer.count {
             // Release a large buffer so an idle keep-alive connection stays small.
-            if buffer.capacity > 4096 { buffer = [] } else { buffer.removeAll(keepingCapacity: true) }
+            if buffer.capacity > 2048 { buffer = [] } else { buffer.removeAll(keepingCapacity: true) }
             readIndex = 0
             state = .idle
             deadline = now &+ limits.idleTimeout

@@ -194,8 +194,9 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
                 return false
             }
         }
-        // Keep a small buffer for the next response; drop a big one.
-        if outgoing.capacity > 16 * 1024 { outgoing = [] } else { outgoing.removeAll(keepingCapacity: true) }
+        // Drop the buffer: the next response arrives as its own array, and an idle connection
+        // should hold nothing.
+        outgoing = []
         outgoingOffset = 0
         if interest.contains(.write) { setInterest(interest.subtracting(.write)) }
         return true

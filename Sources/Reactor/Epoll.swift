@@ -7,7 +7,9 @@ package struct Interest: OptionSet, Hashable, Sendable {
     package var rawValue: UInt8
     package init(rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// Wake when readable (or the peer half-closed).
     package static let read = Interest(rawValue: 1)
+    /// Wake when the socket accepts writes again.
     package static let write = Interest(rawValue: 2)
 
     /// The epoll mask. Level-triggered: a handler that stops reading must drop `.read`.

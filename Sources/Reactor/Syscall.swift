@@ -20,7 +20,9 @@ package struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
 
 /// The outcome of a non-blocking call: a value, or "try again when the fd is ready".
 package enum IOResult<Value> {
+    /// The call succeeded with this result.
     case processed(Value)
+    /// `EAGAIN`: retry once epoll reports readiness.
     case wouldBlock
 }
 
@@ -74,4 +76,9 @@ extension Duration {
         if seconds < 0 { return 0 }
         return UInt64(seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000)
     }
+}
+
+/// Online processor count (at least 1), the default number of event loops.
+package func processorCount() -> Int {
+    max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
 }

@@ -1,0 +1,161 @@
+import Dispatch
+import Glibc
+import HTTP1
+import HTTPServer
+
+/// The application of the loopback tests: echoes, one slow route answered from another thread.
+struct EchoResponder: Responder {
+    func respond(to request: HTTPRequest, completion: @escaping @Sendable (HTTPResponse) -> Void) {
+        switch request.head.path {
+        case "/async":
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(150)) {
+                completion(HTTPResponse(status: .ok, body: Array("async".utf8)))
+            }
+        case "/huge":
+            // Larger than the socket buffers: forces partial writes and EPOLLOUT.
+            completion(HTTPResponse(status: .ok, body: [UInt8](repeating: 0x68, count: 3 * 1024 * 1024)))
+        case "/big":
+            completion(HTTPResponse(status: .ok, body: Array(String(repeating: "0123456789", count: 200).utf8)))
+        default:
+            let text = "\(request.method) \(request.head.target) " + String(decoding: request.body, as: UTF8.self)
+            completion(HTTPResponse(status: .ok, body: Array(text.utf8)))
+        }
+    }
+
+    func respond(toProtocolError error: HTTPParseError, requestHead: HTTPRequestHead?) -> HTTPResponse {
+        HTTPResponse(status: error.status, headers: ["Content-Type": "text/plain"], body: Array(error.code.utf8))
+    }
+}
+
+/// A blocking loopback client speaking raw bytes, with a receive timeout so tests cannot hang.
+final class RawClient: @unchecked Sendable {
+    let fd: Int32
+    private var pending: [UInt8] = []
+
+    init(port: Int, timeout: Duration = .seconds(3)) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0 else {
+            close(fd)
+            throw ClientError.connectFailed(errno)
+        }
+        var tv = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: Int(timeout.components.attoseconds / 1_000_000_000_000))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(fd) }
+
+    enum ClientError: Error { case connectFailed(Int32), timeout, closed }
+
+    func send(_ text: String) { send(Array(text.utf8)) }
+
+    func send(_ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { return }
+            offset += n
+        }
+    }
+
+    /// Reads more bytes; false on EOF, error or timeout.
+    private func fill() -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n <= 0 { return false }
+        pending.append(contentsOf: chunk[0..<n])
+        return true
+    }
+
+    /// Reads exactly `count` bytes.
+    func read(count: Int) throws -> [UInt8] {
+        while pending.count < count { guard fill() else { throw ClientError.closed } }
+        defer { pending.removeFirst(count) }
+        return Array(pending[0..<count])
+    }
+
+    /// One response: the head as text with the `Date` line removed, and the body by Content-Length
+    /// (none for HEAD).
+    func readResponse(head isHead: Bool = false) throws -> (head: String, body: [UInt8]) {
+        let separator = Array("\r\n\r\n".utf8)
+        while pending.firstRange(of: separator) == nil { guard fill() else { throw ClientError.closed } }
+        let end = pending.firstRange(of: separator)!.upperBound
+        let head = String(decoding: pending[0..<end], as: UTF8.self)
+        pending.removeFirst(end)
+        var length = 0
+        for line in head.split(separator: "\r\n") where line.lowercased().hasPrefix("content-length:") {
+            length = Int(line.split(separator: ":")[1].trimmingCharacters(in: " ")) ?? 0
+        }
+        let body = isHead ? [] : try read(count: length)
+        let withoutDate = head.split(separator: "\r\n", omittingEmptySubsequences: false)
+            .filter { !$0.hasPrefix("Date: ") }.joined(separator: "\r\n")
+        return (withoutDate, body)
+    }
+
+    /// True when the server closes the connection (EOF) with no further bytes.
+    func isClosedByPeer() -> Bool {
+        if !pending.isEmpty { return false }
+        var byte: UInt8 = 0
+        let n = recv(fd, &byte, 1, 0)
+        return n == 0 || (n < 0 && errno == ECONNRESET)
+    }
+}
+
+extension Substring {
+    fileprivate func trimmingCharacters(in set: Character) -> Substring {
+        var s = self
+        while s.first == set { s = s.dropFirst() }
+        while s.last == set { s = s.dropLast() }
+        return s
+    }
+}
+
+/// A server on a free port with small limits, shut down by `stop()`.
+final class TestServer {
+    let server: HTTPServer
+    let port: Int
+
+    init(configure: (inout HTTPServer.Configuration) -> Void = { _ in }) throws {
+        var configuration = HTTPServer.Configuration(port: 0, eventLoopCount: 2)
+        configuration.parserLimits.maxTargetLength = 64
+        configuration.parserLimits.maxHeaderSectionBytes = 512
+        configuration.maxBodyBytes = 1024
+        configuration.headerReadTimeout = .milliseconds(400)
+        configuration.idleTimeout = .seconds(5)
+        configure(&configuration)
+        server = HTTPServer(configuration: configuration, responder: EchoResponder())
+        port = try server.start()
+    }
+
+    func client() throws -> RawClient { try RawClient(port: port) }
+
+    func stop() { server.shutdown(drainTimeout: .seconds(2)) }
+}
+
+/// `expected` head lines (without Date) followed by the blank line.
+func head(_ lines: String...) -> String {
+    lines.map { $0 + "\r\n" }.joined() + "\r\n"
+}
+
+/// Runs `body` on a fresh pthread. Blocking work (shutdown's drain wait, a slow sender) must not
+/// sit on Dispatch's small worker pool, where it would delay the responder's `asyncAfter`.
+func runOnNewThread(_ body: @escaping @Sendable () -> Void) {
+    final class Box: @unchecked Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    var thread = pthread_t()
+    let box = Unmanaged.passRetained(Box(body)).toOpaque()
+    let rc = pthread_create(&thread, nil, { raw in
+        Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+        return nil
+    }, box)
+    precondition(rc == 0)
+    pthread_detach(thread)
+}

@@ -207,6 +207,10 @@ package final class Database {
         return statement
     }
 
+    /// The SQL text of every statement in the cache: what this connection has run, so tests can
+    /// check each one's query plan.
+    package var cachedSQL: [String] { Array(statementCache.keys) }
+
     // MARK: - Running SQL
 
     /// Runs one or several `;`-separated statements without parameters (schema, pragmas).

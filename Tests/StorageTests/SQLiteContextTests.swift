@@ -1,0 +1,170 @@
+import Foundation
+import Identity
+import JSON
+import SQLite
+import Testing
+
+@testable import Storage
+
+/// The SQL of the identity store, run through the domain operations on a real database file.
+@Suite struct SQLiteContextTests {
+    let db: Database
+    let ctx: SQLiteContext
+    let caller: Caller
+    let backend: Caller
+    let now = Timestamp(millis: 1_800_000_000_000)
+
+    init() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("storage-\(UUID().uuidString).sqlite").path
+        db = try Database(path: path)
+        _ = try Migrator(migrations: try SQLiteIdentityStore.bundledMigrations()).migrate(db)
+        ctx = SQLiteContext(db: db)
+        try ctx.insertWorkspace(id: "ws_test", name: "test", now: now)
+        let tenant = try Tenancy.createTenant(name: "acme", workspaceID: "ws_test", in: ctx, now: now).tenant
+        caller = Caller(tenant: tenant, role: .app)
+        backend = Caller(tenant: tenant, role: .backend)
+    }
+
+    private func events(_ ids: [String], at millis: Int64) -> [NewEvent] {
+        ids.enumerated().map { i, id in
+            NewEvent(
+                clientID: id, name: "e", timestamp: Timestamp(millis: millis + Int64(i)), receivedAt: now,
+                propertiesJSON: "{\"i\":\(i)}")
+        }
+    }
+
+    private func count(_ table: String) throws -> Int64 {
+        try db.queryOne("SELECT count(*) FROM \(table)")?.int(0) ?? -1
+    }
+
+    @Test func renameKeepsTheRowAndItsSequence() throws {
+        let anon = "anon_" + String(repeating: "a", count: 21)
+        _ = try Operations.ingest(events(["e1", "e2"], at: 1000), subscriberID: anon, caller: caller, in: ctx, now: now)
+        let anonKey = try #require(try ctx.subscriberKey(tenantID: caller.tenant.id, alias: anon))
+        let before = try #require(try ctx.subscriber(key: anonKey))
+
+        let result = try Operations.identify(IdentifyCommand(externalID: "user_1", anonymousID: anon), caller: caller, in: ctx, now: now)
+        #expect(result.merge?.shape == .rename)
+        #expect(result.subscriber.key == before.key)
+        #expect(try ctx.subscriberKey(tenantID: caller.tenant.id, alias: anon) == before.key)
+        let timeline = try ctx.events(key: before.key, afterSeq: 0, limit: 10)
+        #expect(timeline.map(\.seq) == [1, 2, 3])
+        #expect(timeline.map(\.event.clientID) == ["e1", "e2", "$subscriber.merged:\(anon)"])
+    }
+
+    @Test func absorbAppendsEventsInOrderAndSkipsClientIDsTheTargetHas() throws {
+        let anon = "anon_" + String(repeating: "b", count: 21)
+        _ = try Operations.upsert(externalID: "user_2", email: nil, attributes: nil, subscribeEmail: nil, caller: backend, in: ctx, now: now)
+        _ = try Operations.ingest(events(["shared", "t1"], at: 5000), subscriberID: "user_2", caller: caller, in: ctx, now: now)
+        _ = try Operations.ingest(events(["a1", "shared", "a2", "a3"], at: 100), subscriberID: anon, caller: caller, in: ctx, now: now)
+        let sourceKey = try #require(try ctx.subscriberKey(tenantID: caller.tenant.id, alias: anon))
+
+        let result = try Operations.identify(IdentifyCommand(externalID: "user_2", anonymousID: anon), caller: caller, in: ctx, now: now)
+        #expect(result.merge?.shape == .absorb)
+        #expect(result.merge?.eventsMoved == 3)
+        let timeline = try ctx.events(key: result.subscriber.key, afterSeq: 0, limit: 100)
+        #expect(timeline.map(\.seq) == Array(1...6))
+        #expect(timeline.map(\.event.clientID) == ["shared", "t1", "a1", "a2", "a3", "$subscriber.merged:\(anon)"])
+        // Copied events keep their own timestamps: a1 was at 100, a2 at 102, a3 at 103.
+        #expect(timeline[2...4].map(\.event.timestamp.millis) == [100, 102, 103])
+        #expect(try ctx.subscriber(key: sourceKey) == nil)
+        #expect(try db.queryOne("SELECT count(*) FROM events WHERE subscriber_key = ?", [sourceKey])?.int(0) == 0)
+        #expect(try ctx.subscriberKey(tenantID: caller.tenant.id, alias: anon) == result.subscriber.key)
+        #expect(result.subscriber.eventCount == 6 && result.subscriber.lastSeq == 6)
+    }
+
+    @Test func pushSubscriptionsMoveAndTheCapEvictsTheLeastRecentlySeen() throws {
+        let a = try ctx.insertSubscriber(tenantID: caller.tenant.id, id: "user_a", anonymous: false, now: now)
+        let b = try ctx.insertSubscriber(tenantID: caller.tenant.id, id: "user_b", anonymous: false, now: now)
+        for i in 0..<22 {
+            try ctx.upsertPushSubscription(
+                tenantID: caller.tenant.id, key: a.key, deviceID: "d\(i)", token: "t\(i)", platform: "ios",
+                now: Timestamp(millis: now.millis + Int64(i)))
+        }
+        #expect(try ctx.evictPushSubscriptions(key: a.key, keep: 20) == 2)
+        let kept = try ctx.pushSubscriptions(key: a.key).map(\.deviceID)
+        #expect(kept.count == 20 && !kept.contains("d0") && !kept.contains("d1") && kept.contains("d21"))
+
+        // The same token under a new device id (a reinstall) leaves the old registration.
+        try ctx.upsertPushSubscription(tenantID: caller.tenant.id, key: b.key, deviceID: "new", token: "t21", platform: "ios", now: now)
+        #expect(try ctx.pushSubscriptions(key: a.key).contains { $0.token == "t21" } == false)
+        // The same device id moves to whoever registers it last.
+        try ctx.upsertPushSubscription(tenantID: caller.tenant.id, key: b.key, deviceID: "d20", token: "t20", platform: "ios", now: now)
+        #expect(try ctx.pushSubscriptions(key: b.key).map(\.deviceID).sorted() == ["d20", "new"])
+    }
+
+    @Test func deviceReportsNeverEraseStoredFields() throws {
+        let s = try ctx.insertSubscriber(tenantID: caller.tenant.id, id: "user_d", anonymous: false, now: now)
+        try ctx.upsertDevice(key: s.key, DeviceRecord(deviceID: "d", platform: "ios", appVersion: "1.0", model: "iPhone", lastSeenAt: now))
+        try ctx.upsertDevice(key: s.key, DeviceRecord(deviceID: "d", appVersion: "1.1", lastSeenAt: Timestamp(millis: now.millis + 5)))
+        let device = try #require(try ctx.devices(key: s.key).first)
+        #expect(device.platform == "ios" && device.appVersion == "1.1" && device.model == "iPhone")
+        #expect(device.lastSeenAt.millis == now.millis + 5)
+    }
+
+    @Test func deleteErasesEveryRowOfThePerson() throws {
+        let anon = "anon_" + String(repeating: "c", count: 21)
+        _ = try Operations.ingest(events(["x"], at: 1), subscriberID: anon, caller: caller, in: ctx, now: now)
+        _ = try Operations.registerPush(
+            PushRegistration(deviceID: "d", token: "tok", platform: "ios", permission: "authorized", device: nil),
+            subscriberID: anon, caller: caller, in: ctx, now: now)
+        _ = try Operations.setPreferences([("news", true)], subscriberID: anon, caller: caller, in: ctx, now: now)
+        _ = try Operations.identify(
+            IdentifyCommand(externalID: "user_del", anonymousID: anon, attributes: ["plan": "pro"]), caller: caller, in: ctx, now: now)
+        #expect(try Operations.delete(id: anon, caller: backend, in: ctx))
+        for table in ["subscribers", "aliases", "attributes", "push_subscriptions", "preferences", "devices", "events"] {
+            #expect(try count(table) == 0, "\(table) still has rows")
+        }
+        #expect(try Operations.delete(id: "user_del", caller: backend, in: ctx) == false)
+    }
+
+    @Test func listPagesByKeyWithFilters() throws {
+        for i in 0..<5 { _ = try ctx.insertSubscriber(tenantID: caller.tenant.id, id: "u\(i)", anonymous: i % 2 == 0, now: now) }
+        let first = try ctx.listSubscribers(tenantID: caller.tenant.id, afterKey: 0, limit: 2, anonymous: nil, verified: nil)
+        let second = try ctx.listSubscribers(tenantID: caller.tenant.id, afterKey: first.last!.key, limit: 10, anonymous: nil, verified: nil)
+        #expect((first + second).map(\.id) == ["u0", "u1", "u2", "u3", "u4"])
+        let anonymous = try ctx.listSubscribers(tenantID: caller.tenant.id, afterKey: 0, limit: 10, anonymous: true, verified: nil)
+        #expect(anonymous.map(\.id) == ["u0", "u2", "u4"])
+        #expect(try ctx.listSubscribers(tenantID: "tn_other", afterKey: 0, limit: 10, anonymous: nil, verified: nil).isEmpty)
+    }
+
+    /// Every statement the scenarios above run must use an index: no full scans on a request path.
+    @Test func everyStatementUsesAnIndex() throws {
+        let scenarios: [(SQLiteContextTests) throws -> Void] = [
+            { try $0.renameKeepsTheRowAndItsSequence() },
+            { try $0.absorbAppendsEventsInOrderAndSkipsClientIDsTheTargetHas() },
+            { try $0.pushSubscriptionsMoveAndTheCapEvictsTheLeastRecentlySeen() },
+            { try $0.deviceReportsNeverEraseStoredFields() },
+            { try $0.deleteErasesEveryRowOfThePerson() },
+            { try $0.listPagesByKeyWithFilters() },
+            { t in
+                _ = try t.ctx.subscriberCounts(tenantID: t.caller.tenant.id)
+                _ = try t.ctx.apiKeys(workspaceID: "ws_test", tenantID: t.caller.tenant.id)
+                _ = try t.ctx.firstWorkspaceID()
+            },
+        ]
+        var checked = 0
+        for scenario in scenarios {
+            let run = try SQLiteContextTests()
+            try scenario(run)
+            for sql in run.db.cachedSQL where !Self.offRequestPath(sql) {
+                // Unbound parameters are NULL, which is all EXPLAIN needs.
+                let explain = try run.db.prepare("EXPLAIN QUERY PLAN " + sql)
+                var plan: [String] = []
+                while try explain.step() { plan.append(explain.row().string("detail") ?? "") }
+                // `SCAN t` without an index reads the whole table.
+                let scans = plan.filter { $0.hasPrefix("SCAN ") && !$0.contains("INDEX") && !$0.hasPrefix("SCAN (subquery") }
+                #expect(scans.isEmpty, "full scan in: \(sql)\n\(plan)")
+                checked += 1
+            }
+        }
+        #expect(checked > 30)
+    }
+
+    /// Statements no request runs: start-up migrations, the CLI's offline tenant creation, and
+    /// this suite's own row counts.
+    static func offRequestPath(_ sql: String) -> Bool {
+        sql.hasPrefix("SAVEPOINT") || sql.hasPrefix("RELEASE") || sql.contains("schema_migrations")
+            || sql.hasPrefix("SELECT count(*) FROM") || sql.hasPrefix("SELECT id FROM workspaces ORDER BY")
+    }
+}

@@ -78,6 +78,7 @@ package final class Application: Responder {
         routes += IdentifyController().routes
         routes += EventController().routes
         routes += DeviceController().routes
+        routes += KeyController().routes
         self.routes = routes
         var router = Router<Route>()
         for route in routes { router.add(route.method, route.path, route) }

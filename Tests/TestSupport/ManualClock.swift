@@ -14,7 +14,10 @@ package final class ManualClock: Clock {
     /// Starts at `millis` (default 2023-11-14T22:13:20Z).
     package init(millis: Int64 = 1_700_000_000_000) { self.millis = Mutex(millis) }
 
-    package func now() -> Timestamp { Timestamp(millis: millis.withLock { $0 }) }
+    package func now() -> Timestamp { Timestamp(millis: nowMillis) }
+
+    /// The time in milliseconds since the Unix epoch.
+    package var nowMillis: Int64 { millis.withLock { $0 } }
 
     /// Moves the clock forward (or back, with a negative value).
     package func advance(byMillis delta: Int64) { millis.withLock { $0 += delta } }

@@ -26,6 +26,7 @@ package enum Access {
         _ caller: Caller, externalID: String, everVerified: Bool, now: Timestamp
     ) throws(IdentityError) -> Bool {
         let proven = try verifyProof(caller.proof, externalID: externalID, tenant: caller.tenant, now: now)
+        if caller.role == .app && !proven { caller.onUnproven?() }
         if caller.role == .app && !proven
             && (caller.tenant.settings.requireVerification || everVerified)
         {

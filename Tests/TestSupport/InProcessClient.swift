@@ -134,6 +134,19 @@ extension TestTenant {
 }
 
 extension TestTenant {
+    /// Reads the keys out of what `buzzkit tenant create` printed:
+    /// `{tenant: {id, name}, secretKey, clientKey, identitySecret}`.
+    package init(tenantCreateOutput output: String) throws {
+        guard let json = try? JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any],
+            let tenant = json["tenant"] as? [String: Any], let id = tenant["id"] as? String,
+            let secretKey = json["secretKey"] as? String, let clientKey = json["clientKey"] as? String,
+            let identitySecret = json["identitySecret"] as? String
+        else { throw TestFailure("unexpected tenant create output: \(output)") }
+        self.init(id: id, secretKey: secretKey, clientKey: clientKey, identitySecret: identitySecret)
+    }
+}
+
+extension TestTenant {
     /// The identity hash a backend would hand the app for `externalID`, with this tenant's secret.
     package func identityHash(_ externalID: String, secret: String? = nil) -> String {
         IdentityVerifier.identityHash(

@@ -50,7 +50,7 @@ let package = Package(
 
         // MARK: - Tests
         .target(
-            name: "TestSupport", dependencies: ["API", "Identity", "Storage", "HTTP1"],
+            name: "TestSupport", dependencies: ["API", "Identity", "Storage", "HTTP1", "HTTPServer"],
             path: "Tests/TestSupport", swiftSettings: swiftSettings),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], swiftSettings: swiftSettings),
         .testTarget(

@@ -78,6 +78,7 @@ package final class Application: Responder {
         routes += IdentifyController().routes
         routes += EventController().routes
         routes += DeviceController().routes
+        routes += KeyController().routes
         self.routes = routes
         var router = Router<Route>()
         for route in routes { router.add(route.method, route.path, route) }
@@ -133,8 +134,11 @@ package final class Application: Responder {
                     error.headers.add(name: "Retry-After", value: String(wait))
                     throw error
                 }
-                if let caller = auth.caller, caller.role == .app, caller.proof == nil {
-                    usage.recordUnverified(tenantID: caller.tenant.id, nowMillis: context.now.millis)
+                // Counted where the proof is checked: only calls on external ids, and a proof in
+                // the identify body counts as much as one in a header.
+                if let caller = auth.caller, caller.role == .app {
+                    let (usage, tenantID, nowMillis) = (usage, caller.tenant.id, context.now.millis)
+                    context.caller?.onUnproven = { usage.recordUnverified(tenantID: tenantID, nowMillis: nowMillis) }
                 }
             }
             let tenant = context.caller?.tenant.id

@@ -26,6 +26,7 @@ package enum Access {
         _ caller: Caller, externalID: String, everVerified: Bool, now: Timestamp
     ) throws(IdentityError) -> Bool {
         let proven = try verifyProof(caller.proof, externalID: externalID, tenant: caller.tenant, now: now)
+        if caller.role == .app && !proven { caller.onUnproven?() }
         if caller.role == .app && !proven
             && (caller.tenant.settings.requireVerification || everVerified)
         {
@@ -48,11 +49,13 @@ package enum Access {
             try check(found, caller: caller, now: now)
             return found
         }
-        guard create else { return nil }
+        // An unknown id is checked like a new one even when nothing is created (logout), so
+        // the answer never tells an unproven app whether the id exists.
         let anonymous = IDRules.isAnonymousID(id)
         let fresh = SubscriberRecord(
             key: 0, tenantID: tenant.id, id: id, anonymous: anonymous, createdAt: now, updatedAt: now)
         try check(fresh, caller: caller, now: now)
+        guard create else { return nil }
         return try ctx.insertSubscriber(tenantID: tenant.id, id: id, anonymous: anonymous, now: now)
     }
 

@@ -171,6 +171,9 @@ package struct Caller: Sendable {
     package var role: Role
     /// A proof from `BuzzKit-Identity-Hash` / `BuzzKit-Identity-Token`, for app calls.
     package var proof: IdentityProof?
+    /// Told when an app call acts on an external id without a valid proof (allowed or not), for
+    /// the tenant's `unverifiedAppCalls24h`.
+    package var onUnproven: (@Sendable () -> Void)?
 
     package init(tenant: TenantRecord, role: Role, proof: IdentityProof? = nil) {
         self.tenant = tenant

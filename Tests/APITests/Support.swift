@@ -1,0 +1,39 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// Checks an error envelope: status and stable code.
+func expectError(
+    _ response: HTTPClient.Response, _ status: Int, _ code: String, sourceLocation: SourceLocation = #_sourceLocation
+) {
+    #expect(response.status == status, "\(response.text)", sourceLocation: sourceLocation)
+    #expect(response.errorCode == code, "\(response.text)", sourceLocation: sourceLocation)
+    #expect(response.json?["success"] as? Bool == false, sourceLocation: sourceLocation)
+}
+
+/// Checks a success envelope with the given status.
+func expectOK(_ response: HTTPClient.Response, _ status: Int = 200, sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(response.status == status, "\(response.text)", sourceLocation: sourceLocation)
+    #expect(response.json?["success"] as? Bool == true, sourceLocation: sourceLocation)
+}
+
+/// The error object of an envelope without its request id, to compare two refusals exactly.
+func errorShape(_ response: HTTPClient.Response) -> String {
+    let error = response.json?["error"] ?? NSNull()
+    let data = (try? JSONSerialization.data(withJSONObject: error, options: [.sortedKeys, .fragmentsAllowed])) ?? Data()
+    return "\(response.status) " + String(decoding: data, as: UTF8.self)
+}
+
+extension HTTPClient.Response {
+    /// `data.subscriber` of an envelope.
+    var subscriber: [String: Any]? { data?["subscriber"] as? [String: Any] }
+    /// `data.tenant` of an envelope.
+    var tenant: [String: Any]? { data?["tenant"] as? [String: Any] }
+}
+
+extension TestTenant {
+    /// Backend headers of a workspace key acting in this tenant.
+    func workspace(_ key: String) -> [String: String] {
+        ["Authorization": "Bearer \(key)", "BuzzKit-Tenant": id]
+    }
+}

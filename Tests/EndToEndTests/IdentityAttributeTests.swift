@@ -171,6 +171,33 @@ import TestSupport
         #expect(Set(try attributes(s, "nia").keys) == ["abcd", "b", "c"])
     }
 
+    @Test func theEmailAttributeIsAnAddress() throws {
+        let s = try IdentitySession()
+        try s.identify(["externalId": "pam", "email": "pam@example.com"])
+        let before = try #require(try s.subscriber("pam"))
+        for value in [42, ["x": 1], true, "not an address", ""] as [Any] {
+            for response in [
+                try s.identify(["externalId": "pam", "attributes": ["email": value]]),
+                try appPatch(s, "pam", ["email": value]),
+                try backendPatch(s, "pam", ["email": value]),
+                try s.backend("PUT", "/v1/subscribers/pam", ["attributes": ["email": value]]),
+            ] {
+                #expect(response.status == 400, "\(value)")
+                #expect(response.errorCode == "invalid_email", "\(value)")
+            }
+        }
+        let after = try #require(try s.subscriber("pam"))
+        #expect(after.string("email") == "pam@example.com")
+        #expect(after.object("attributes")?.string("email") == "pam@example.com")
+        #expect(after.string("updatedAt") == before.string("updatedAt"))
+        // The backend removes it with null, and the address goes with it.
+        let removed = try backendPatch(s, "pam", ["email": NSNull()])
+        #expect(removed.status == 200)
+        #expect(removed.subscriber?.string("email") == nil)
+        #expect(removed.subscriber?.object("attributes")?["email"] == nil)
+        #expect(removed.subscriber?.object("channels")?.isEmpty == true)
+    }
+
     @Test func aCallThatChangesNothingChangesNothing() throws {
         let s = try IdentitySession()
         let anon = newAnonymousID()

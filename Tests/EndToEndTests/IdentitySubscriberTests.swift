@@ -170,4 +170,28 @@ import TestSupport
         // The old tokens are gone: logging them out anywhere finds nothing.
         #expect(try s.app("DELETE", "/v1/subscribers/hopper/push-subscriptions/phone").data?.bool("deleted") == false)
     }
+
+    @Test func allowAnonymousOffRefusesAnonymousAppCalls() throws {
+        let s = try IdentitySession()
+        let known = newAnonymousID()
+        try s.sendEvents(known, [makeEvent("before")])
+        try s.settings(["allowAnonymous": false])
+        let unseen = newAnonymousID()
+        for id in [known, unseen] {
+            let events = try s.app("POST", "/v1/events", ["subscriberId": id, "events": [makeEvent("after")]])
+            #expect(events.status == 401)
+            #expect(events.errorCode == "identity_verification_required")
+            let attributes = try s.app("PATCH", "/v1/subscribers/\(id)/attributes", ["attributes": ["a": 1]])
+            #expect(attributes.errorCode == "identity_verification_required")
+            let push = try s.app("PUT", "/v1/subscribers/\(id)/push-subscriptions/d", ["token": "t-\(id)", "platform": "ios"])
+            #expect(push.errorCode == "identity_verification_required")
+        }
+        #expect(try s.subscriber(unseen) == nil)
+        #expect(try s.timeline(known).map { $0.string("id") } == ["before"])
+        // The backend still sees it, and identify (which names an external id) still merges it.
+        let merged = try s.identify(["externalId": "rita", "anonymousId": known])
+        #expect(merged.mergeShape == "rename")
+        #expect(try s.sendEvents(known, [makeEvent("after")]).accepted == 1)
+        #expect(try s.timeline("rita").count == 3)
+    }
 }

@@ -39,6 +39,7 @@ import TestSupport
             makeEvent("x", timestamp: "1969-12-31T23:59:59Z"),
             ["id": "x", "name": "n", "properties": [1, 2]],
             ["id": "x", "name": "n", "extra": true],
+            ["id": "$subscriber.merged:\(newAnonymousID())", "name": "n"],
         ]
         for bad in badEvents {
             var events = batch("good", 10)

@@ -302,4 +302,20 @@ import TestSupport
         for (key, value) in device { #expect(stored.string(key) == value as? String, "\(key)") }
         #expect(stored.string("lastSeenAt") != nil)
     }
+
+    @Test func aClientCannotSuppressTheMergeMarker() throws {
+        let s = try IdentitySession()
+        let anon = newAnonymousID()
+        // The marker's id is the server's; a client event may not take it ahead of the merge.
+        let squat = try s.app("POST", "/v1/events", [
+            "subscriberId": "sam", "events": [makeEvent("$subscriber.merged:\(anon)", "innocent")],
+        ])
+        #expect(squat.status == 400)
+        #expect(squat.errorCode == "invalid_event")
+        try s.sendEvents("sam", [makeEvent("ok")])
+        #expect(try s.identify(["externalId": "sam", "anonymousId": anon]).mergeShape == "link")
+        let markers = markers(try s.timeline("sam"))
+        #expect(markers.count == 1)
+        #expect(markers.first?.object("properties")?.string("from") == anon)
+    }
 }

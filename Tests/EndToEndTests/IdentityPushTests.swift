@@ -160,6 +160,12 @@ import TestSupport
         #expect(p2.object("news")?.string("updatedAt") != newsStamp, "a changed choice gets a new stamp")
         #expect(p2.object("promo")?.string("updatedAt") == promoStamp, "an unchanged one keeps its stamp")
         #expect(p2.object("news")!.string("updatedAt")! > newsStamp)
+        // The same choices again change nothing, stamps and updatedAt included.
+        usleep(5_000)
+        let same = try s.app("PUT", "/v1/subscribers/\(anon)/preferences", ["topics": ["news": true, "promo": true]])
+        #expect(same.status == 200)
+        #expect(NSDictionary(dictionary: same.subscriber?.object("preferences") ?? [:]) == NSDictionary(dictionary: p2))
+        #expect(same.subscriber?.string("updatedAt") == second.subscriber?.string("updatedAt"))
         for bad in [["topics": ["news": "yes"]], ["topics": ["": true]], [:], ["topics": [1]]] as [JSONDict] {
             #expect(try s.app("PUT", "/v1/subscribers/\(anon)/preferences", bad).errorCode == "invalid_request", "\(bad)")
         }

@@ -29,6 +29,9 @@ package enum EventRules {
             guard let id = object["id"]?.stringValue, !id.isEmpty, id.count <= maxIDLength else {
                 throw invalid("'id' must be a string of 1 to \(maxIDLength) characters.")
             }
+            // The server's own events ($subscriber.merged) use `$` ids; a client id there could
+            // take one's place and suppress it.
+            if id.hasPrefix("$") { throw invalid("'id' values starting with $ belong to the server.") }
             guard let name = object["name"]?.stringValue, !name.isEmpty, name.count <= maxNameLength else {
                 throw invalid("'name' must be a string of 1 to \(maxNameLength) characters.")
             }

@@ -155,7 +155,13 @@ package enum Operations {
         var incoming = attributes ?? JSONObject()
         // The email is saved as the `email` attribute whichever way it came (API.md §6.4).
         var address = email
-        if let email { incoming["email"] = .string(email) } else if let fromAttributes = incoming["email"]?.stringValue {
+        if let email {
+            incoming["email"] = .string(email)
+        } else if let value = incoming["email"], !value.isNull {
+            // The `email` attribute is the address: a number or object there is not one.
+            guard let fromAttributes = value.stringValue else {
+                throw IdentityError(code: "invalid_email", message: "The 'email' attribute must be an email address.")
+            }
             address = fromAttributes
         }
         if let address { try EmailRules.validate(address) }

@@ -242,6 +242,12 @@ struct SQLiteContext: IdentityWriteContext {
     func upsertPushSubscription(
         tenantID: String, key: Int64, deviceID: String, token: String, platform: String, now: Timestamp
     ) throws {
+        // The device belongs to one subscriber at a time: its context leaves the previous owner.
+        try db.execute(
+            """
+            DELETE FROM devices WHERE device_id = ?2 AND subscriber_key <> ?3 AND subscriber_key =
+                (SELECT subscriber_key FROM push_subscriptions WHERE tenant_id = ?1 AND device_id = ?2)
+            """, [tenantID, deviceID, key])
         // The token may be registered under another device id (reinstall): it moves here too.
         try db.execute(
             "DELETE FROM push_subscriptions WHERE tenant_id = ? AND token = ? AND device_id <> ?",

@@ -93,6 +93,17 @@ import Testing
         #expect(try ctx.pushSubscriptions(key: b.key).map(\.deviceID).sorted() == ["d20", "new"])
     }
 
+    @Test func aDeviceThatMovesTakesItsContextAlong() throws {
+        let a = try ctx.insertSubscriber(tenantID: caller.tenant.id, id: "user_old", anonymous: false, now: now)
+        let b = try ctx.insertSubscriber(tenantID: caller.tenant.id, id: "user_new", anonymous: false, now: now)
+        try ctx.upsertPushSubscription(tenantID: caller.tenant.id, key: a.key, deviceID: "phone", token: "t", platform: "ios", now: now)
+        try ctx.upsertDevice(key: a.key, DeviceRecord(deviceID: "phone", model: "iPhone", lastSeenAt: now))
+        try ctx.upsertPushSubscription(tenantID: caller.tenant.id, key: b.key, deviceID: "phone", token: "t", platform: "ios", now: now)
+        #expect(try ctx.devices(key: a.key).isEmpty)
+        #expect(try ctx.pushSubscriptions(key: a.key).isEmpty)
+        #expect(try ctx.pushSubscriptions(key: b.key).map(\.deviceID) == ["phone"])
+    }
+
     @Test func deviceReportsNeverEraseStoredFields() throws {
         let s = try ctx.insertSubscriber(tenantID: caller.tenant.id, id: "user_d", anonymous: false, now: now)
         try ctx.upsertDevice(key: s.key, DeviceRecord(deviceID: "d", platform: "ios", appVersion: "1.0", model: "iPhone", lastSeenAt: now))
@@ -135,6 +146,7 @@ import Testing
             { try $0.absorbAppendsEventsInOrderAndSkipsClientIDsTheTargetHas() },
             { try $0.pushSubscriptionsMoveAndTheCapEvictsTheLeastRecentlySeen() },
             { try $0.deviceReportsNeverEraseStoredFields() },
+            { try $0.aDeviceThatMovesTakesItsContextAlong() },
             { try $0.deleteErasesEveryRowOfThePerson() },
             { try $0.listPagesByKeyWithFilters() },
             { t in

@@ -167,36 +167,28 @@ package final class HTTPClient: @unchecked Sendable {
     }
 }
 
-/// Decompresses a gzip body by piping it through the system's gzip, which keeps the test client
-/// independent of the server's own zlib code.
-package func gunzip(_ bytes: [UInt8]) throws -> [UInt8] {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/gzip")
-    process.arguments = ["-dc"]
-    let input = Pipe()
-    let output = Pipe()
-    process.standardInput = input
-    process.standardOutput = output
-    try process.run()
-    input.fileHandleForWriting.write(Data(bytes))
-    try input.fileHandleForWriting.close()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return Array(data)
-}
+/// Decompresses a gzip body with the system's gzip, which keeps the test client independent of
+/// the server's own zlib code.
+package func gunzip(_ bytes: [UInt8]) throws -> [UInt8] { try runGzip(["-dc"], input: bytes) }
 
 /// Compresses with the system's gzip, for request bodies.
-package func gzip(_ bytes: [UInt8]) throws -> [UInt8] {
+package func gzip(_ bytes: [UInt8]) throws -> [UInt8] { try runGzip(["-c"], input: bytes) }
+
+private func runGzip(_ arguments: [String], input bytes: [UInt8]) throws -> [UInt8] {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/bin/gzip")
-    process.arguments = ["-c"]
+    process.arguments = arguments
     let input = Pipe()
     let output = Pipe()
     process.standardInput = input
     process.standardOutput = output
     try process.run()
-    input.fileHandleForWriting.write(Data(bytes))
-    try input.fileHandleForWriting.close()
+    // Write from another thread: a large input would fill the pipe while gzip waits for us to read.
+    let writer = Thread {
+        input.fileHandleForWriting.write(Data(bytes))
+        try? input.fileHandleForWriting.close()
+    }
+    writer.start()
     let data = output.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     return Array(data)

@@ -9,7 +9,7 @@ final class HTTPProtocolLimitsTests: XCTestCase {
     override func setUpWithError() throws {
         server = try TestServer.start(config: [
             "maxBodyBytes": 2048, "maxTargetBytes": 256, "maxHeaderBytes": 1024, "maxHeaderCount": 16,
-            "headerTimeoutSeconds": 1,
+            "headerTimeoutSeconds": 1, "idleTimeoutSeconds": 1,
         ])
     }
 
@@ -110,5 +110,21 @@ final class HTTPProtocolLimitsTests: XCTestCase {
         // A connection that never sends a byte is closed silently (nothing to answer).
         let silent = try client()
         XCTAssertTrue(silent.isClosedByPeer())
+    }
+
+    func testIdleKeepAliveConnectionIsClosedSilently() throws {
+        let c = try client()
+        XCTAssertEqual(try c.send("GET", "/healthz").status, 200)
+        let started = Date()
+        XCTAssertTrue(c.isClosedByPeer(), "idle connection not closed")
+        let waited = Date().timeIntervalSince(started)
+        XCTAssertGreaterThan(waited, 0.5)
+        XCTAssertLessThan(waited, 3.5)
+        // A busy connection is not cut: requests 0.5 s apart keep it alive past the idle timeout.
+        let busy = try client()
+        for _ in 0..<4 {
+            XCTAssertEqual(try busy.send("GET", "/healthz").status, 200)
+            usleep(500_000)
+        }
     }
 }

@@ -112,6 +112,32 @@ final class HTTPProtocolRobustnessTests: XCTestCase {
         }
     }
 
+    /// A client that pipelines many large answers and never reads them, then hangs up: the
+    /// server stops at a full socket buffer instead of buffering everything, and frees the connection.
+    func testClientThatNeverReadsIsFreedWhenItHangsUp() throws {
+        let server = try TestServer.start()
+        self.server = server
+        let tenant = try server.createTenant()
+        let subscriber = newAnonymousID()
+        let c = try HTTPClient(port: server.port, timeoutSeconds: 5)
+        XCTAssertEqual(try c.send("POST", "/v1/events", json: eventBatch(subscriberId: subscriber, count: 200), headers: tenant.app).status, 200)
+        c.close()
+        let pid = server.process.processIdentifier
+        XCTAssertTrue(eventually(3) { openFileDescriptors(pid) == openFileDescriptors(pid) })
+        let baseline = openFileDescriptors(pid)
+        let request = Array("GET /v1/subscribers/\(subscriber)/events?limit=200 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(tenant.secretKey)\r\n\r\n".utf8)
+        for _ in 0..<5 {
+            guard let hog = RawConnection(port: server.port) else { return XCTFail("connect") }
+            for _ in 0..<200 { hog.write(request) }  // ~30 KB answers each, never read
+            usleep(200_000)
+        }
+        // Others are served meanwhile.
+        XCTAssertEqual(try HTTPClient(port: server.port, timeoutSeconds: 5).send("GET", "/healthz").status, 200)
+        var after = 0
+        XCTAssertTrue(eventually(5) { after = openFileDescriptors(pid); return after <= baseline }, "fds \(after) vs baseline \(baseline)")
+        XCTAssertTrue(server.process.isRunning)
+    }
+
     /// Thousands of malformed requests over 3000 connections: the process survives,
     /// still answers, and its open file descriptors return to the baseline.
     func testFloodOfMalformedRequestsLeaksNothing() throws {

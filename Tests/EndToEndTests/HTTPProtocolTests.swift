@@ -35,6 +35,9 @@ final class HTTPProtocolTests: XCTestCase {
 
     func testRequestIDIsEchoedOrMinted() throws {
         let c = try client()
+        // An id that could not be echoed safely (quote, backslash) is replaced by a minted one.
+        let unsafe = try c.send("GET", "/healthz", headers: ["X-Request-Id": "a\"b\\c"])
+        XCTAssertTrue(unsafe.header("X-Request-Id")?.hasPrefix("req_") ?? false, String(describing: unsafe.header("X-Request-Id")))
         let echoed = try c.send("GET", "/healthz", headers: ["X-Request-Id": "trace-abc-123"])
         XCTAssertEqual(echoed.header("X-Request-Id"), "trace-abc-123")
         XCTAssertEqual((echoed.json?["metadata"] as? [String: Any])?["requestId"] as? String, "trace-abc-123")
@@ -122,6 +125,23 @@ final class HTTPProtocolTests: XCTestCase {
         // The read after the write sees it: answered strictly in order.
         XCTAssertEqual((responses[2].data?["events"] as? [Any])?.count, 3)
         XCTAssertEqual(responses[4].data?["status"] as? String, "ready")
+    }
+
+    func testLongPipelineIsAnsweredInOrder() throws {
+        let c = try client()
+        let count = 300
+        var bytes: [UInt8] = []
+        for i in 0..<count {
+            let path = ["/healthz", "/readyz", "/nope", "/openapi.json"][i % 4]
+            bytes += Array("\(i % 7 == 6 ? "HEAD" : "GET") \(path) HTTP/1.1\r\nHost: x\r\nX-Request-Id: pipe-\(i)\r\n\r\n".utf8)
+        }
+        try c.write(bytes)
+        for i in 0..<count {
+            let response = try c.readResponse(method: i % 7 == 6 ? "HEAD" : "GET")
+            XCTAssertEqual(response.header("X-Request-Id"), "pipe-\(i)")
+            XCTAssertEqual(response.status, i % 4 == 2 ? 404 : 200, "request \(i)")
+        }
+        XCTAssertEqual(try c.send("GET", "/healthz").status, 200)
     }
 
     func testPipelineWithMalformedRequestAnswersEarlierOnesThenCloses() throws {

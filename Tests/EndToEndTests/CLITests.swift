@@ -153,6 +153,21 @@ final class CLITests: XCTestCase {
         XCTAssertTrue([200, 201].contains(identify.status), identify.text)
     }
 
+    /// A port already in use: a clear error, a non-zero exit, and the database closed cleanly.
+    func testServeOnAPortInUseFailsCleanly() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let database = path("busy/buzzkit.sqlite")
+        let result = try runBuzzkit(["serve", "--port", String(server.port), "--database", database], timeout: 10)
+        XCTAssertEqual(result.status, 1)
+        XCTAssertTrue(result.stderr.contains("in use"), result.stderr)
+        XCTAssertFalse(result.stdout.contains("listening on"))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: database + "-wal"), "store left open on a failed start")
+        XCTAssertEqual(try sqlite(database, "PRAGMA integrity_check"), "ok")
+        // The server that holds the port is unaffected.
+        XCTAssertEqual(try HTTPClient(port: server.port, timeoutSeconds: 5).send("GET", "/healthz").status, 200)
+    }
+
     func testBadInvocationsFailWithAMessage() throws {
         let unknown = try runBuzzkit(["frobnicate"])
         XCTAssertEqual(unknown.status, 2)

@@ -32,7 +32,14 @@ func serve(_ settings: Settings) throws {
     appConfiguration.logLevel = settings.logLevel
     let application = Application(store: store, configuration: appConfiguration, logger: logger, metrics: metrics)
     let server = HTTPServer(configuration: configuration, responder: application)
-    let port = try server.start()
+    let port: Int
+    do {
+        port = try server.start()
+    } catch {
+        // Bind failed (port in use, bad host): close the store so no WAL is left behind.
+        store.close()
+        throw error
+    }
     metrics.setGauge("buzzkit_open_connections") { Double(server.metrics.openConnections) }
     let databasePath = settings.database
     metrics.setGauge("buzzkit_database_bytes") { Double(fileSize(databasePath) + fileSize(databasePath + "-wal")) }

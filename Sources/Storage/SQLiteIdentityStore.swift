@@ -90,9 +90,11 @@ package final class SQLiteIdentityStore: IdentityStore {
     }
 
     /// Drains queued writes, checkpoints and closes every connection.
+    /// Readers close first: SQLite checkpoints and deletes the WAL only when the last connection
+    /// to close can write, and the readers are read-only.
     package func close() {
-        writer.close()
         readers.close()
+        writer.close()
     }
 }
 

@@ -184,8 +184,12 @@ package final class EventLoop: @unchecked Sendable {
         let fd = Int32(bitPattern: UInt32(truncatingIfNeeded: data))
         let generation = UInt32(truncatingIfNeeded: data >> 32)
         if generation == 0 {
-            wakeupPending.store(false, ordering: .releasing)
+            // Drain before clearing the flag. The other order loses a wake-up: an `execute` between
+            // the two would set the flag and signal, the drain would eat the signal, and a later
+            // `execute` would see the flag still set and not signal, while the loop goes back to
+            // sleep in epoll_wait with its task queued.
             try? EventFD.drain(wakeFD)
+            wakeupPending.store(false, ordering: .releasing)
             return
         }
         let readiness = Readiness(mask: event.events)

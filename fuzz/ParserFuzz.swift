@@ -34,10 +34,11 @@ private func parse(
         precondition(consumed >= 1 && consumed <= bytes.count, "consumed \(consumed) of \(bytes.count)")
         return (Outcome(kind: 0, consumed: consumed, head: summary(head)), head, scanned)
     case .needMore(let newScanned):
-        precondition(newScanned >= 0 && newScanned <= bytes.count, "scanned \(newScanned) of \(bytes.count)")
+        // A resume token: validated bytes in the low 32 bits, parser state above.
+        precondition(newScanned >= 0 && newScanned & 0xFFFF_FFFF <= bytes.count, "scanned \(newScanned) of \(bytes.count)")
         return (Outcome(kind: 1), nil, newScanned)
     case .invalid(let error):
-        precondition([400, 414, 431, 505].contains(error.status.code), "status \(error.status.code)")
+        precondition([400, 414, 431, 501, 505].contains(error.status.code), "status \(error.status.code)")
         return (Outcome(kind: 2, error: error), nil, scanned)
     }
 }
@@ -71,7 +72,7 @@ private func checkHead(_ bytes: UnsafeRawBufferPointer, limits: HTTPParserLimits
         for n in 0...bytes.count {
             let (o, _, next) = withPrefix(bytes, n) { parse($0, limits, scanned: s) }
             if o.kind == 1 {
-                precondition(next >= s, "scanned went back")
+                precondition(next & 0xFFFF_FFFF >= s & 0xFFFF_FFFF, "scanned went back")
                 s = next
                 continue
             }

@@ -6,8 +6,9 @@
 //
 // Resumption: `needMore(scanned:)` returns a token that records how many bytes were validated
 // and, in the field lines, the phase and field count there. A later call continues from it and
-// validates only the new bytes, so every byte is validated once however the head arrives. Inside
-// the request line the part is found again from its SPs; the method and target limits bound that.
+// validates only the new bytes; once the head is complete, one more pass records its offsets.
+// So the work is linear however the head arrives. Inside the request line the part is found
+// again from its SPs; the method and target limits bound that.
 
 // MARK: - Entry
 
@@ -17,8 +18,8 @@ func parseRequestHeadImpl(
     var scanner = RequestHeadScanner(bytes: buffer, limits: limits)
     let resumed = scanner.resume(at: scanned)
     switch scanner.run() {
-    case .needMore(let validated):
-        return .needMore(scanned: validated)
+    case .needMore(let token):
+        return .needMore(scanned: token)
     case .invalid(let error):
         return .invalid(error)
     case .complete(let consumed):
@@ -28,7 +29,7 @@ func parseRequestHeadImpl(
         var full = RequestHeadScanner(bytes: buffer, limits: limits)
         switch full.run() {
         case .complete(let consumed): return .complete(full.makeHead(), consumed: consumed)
-        case .needMore(let validated): return .needMore(scanned: validated)
+        case .needMore(let token): return .needMore(scanned: token)
         case .invalid(let error): return .invalid(error)
         }
     }
@@ -40,7 +41,7 @@ struct RequestHeadScanner {
     enum Outcome {
         case complete(consumed: Int)
         /// A resume token: the bytes known good and the state after them.
-        case needMore(validated: Int)
+        case needMore(token: Int)
         case invalid(HTTPParseError)
     }
 
@@ -182,7 +183,7 @@ struct RequestHeadScanner {
     private func outOfBytes(needing needed: Int, validated: Int) -> Outcome {
         needed >= limits.maxHeaderSectionBytes
             ? .invalid(.headersTooLarge("header section exceeds \(limits.maxHeaderSectionBytes) bytes"))
-            : .needMore(validated: resumeToken(validated: validated))
+            : .needMore(token: resumeToken(validated: validated))
     }
 
     /// Validates from the current position to the end of the head.

@@ -20,9 +20,11 @@ package enum HTTPHeadParseResult: Sendable {
 /// - Parameters:
 ///   - buffer: bytes received so far on the connection, starting at a request.
 ///   - limits: target, header section and field count limits.
-///   - scanned: how many bytes an earlier call already looked at (0 the first time). Pass back the
-///     value of the last `.needMore(scanned:)` for a prefix of the same bytes; any other value
-///     is safe but may skip validation of lines it claims were already checked.
+///   - scanned: how many bytes an earlier call already looked at (0 the first time): pass back,
+///     unchanged, the value of the last `.needMore(scanned:)` for a prefix of the same bytes, and
+///     0 after a head was consumed. It is a resume token (byte count in the low 32 bits, parser
+///     state above), not a plain offset. Any other value cannot crash the parser but may skip
+///     validation of bytes it claims were already checked.
 ///
 /// ```swift
 /// switch buffer.withUnsafeBytes({ parseRequestHead($0, limits: limits, scanned: scanned) }) {

@@ -4,36 +4,32 @@
 // `last_len` to avoid rescanning), made stricter (RFC 9112): CRLF only, no obs-fold, no space
 // before the colon, visible-ASCII targets, and every limit checked on partial input.
 //
-// Resumption is line-granular: `needMore(scanned:)` returns the offset of the first line that is
-// not yet complete, every line before it having been validated. A later call validates only from
-// there on (plus a byte count of the line feeds before it, to recover the field count). The
-// incomplete line itself is rescanned, so its cost is bounded by the longest line the limits allow.
+// Resumption: `needMore(scanned:)` returns a token that records how many bytes were validated
+// and, in the field lines, the phase and field count there. A later call continues from it and
+// validates only the new bytes; once the head is complete, one more pass records its offsets.
+// So the work is linear however the head arrives. Inside the request line the part is found
+// again from its SPs; the method and target limits bound that.
 
 // MARK: - Entry
 
 func parseRequestHeadImpl(
     _ buffer: UnsafeRawBufferPointer, limits: HTTPParserLimits, scanned: Int
 ) -> HTTPHeadParseResult {
-    var resumeAt = 0
-    var fieldsBefore = 0
-    if let resume = RequestHeadScanner.resumePoint(buffer, limits: limits, scanned: scanned) {
-        resumeAt = resume.offset
-        fieldsBefore = resume.fieldCount
-    }
     var scanner = RequestHeadScanner(bytes: buffer, limits: limits)
-    switch scanner.run(from: resumeAt, fieldCount: fieldsBefore) {
-    case .needMore(let lineStart):
-        return .needMore(scanned: lineStart)
+    let resumed = scanner.resume(at: scanned)
+    switch scanner.run() {
+    case .needMore(let token):
+        return .needMore(scanned: token)
     case .invalid(let error):
         return .invalid(error)
     case .complete(let consumed):
-        if resumeAt == 0 { return .complete(scanner.makeHead(), consumed: consumed) }
-        // Lines before `resumeAt` were validated by an earlier call but not recorded by this one:
+        if !resumed { return .complete(scanner.makeHead(), consumed: consumed) }
+        // Lines before `scanned` were validated by an earlier call but not recorded by this one:
         // record the whole head once, now that it is complete.
         var full = RequestHeadScanner(bytes: buffer, limits: limits)
-        switch full.run(from: 0, fieldCount: 0) {
+        switch full.run() {
         case .complete(let consumed): return .complete(full.makeHead(), consumed: consumed)
-        case .needMore(let lineStart): return .needMore(scanned: lineStart)
+        case .needMore(let token): return .needMore(scanned: token)
         case .invalid(let error): return .invalid(error)
         }
     }
@@ -44,7 +40,8 @@ func parseRequestHeadImpl(
 struct RequestHeadScanner {
     enum Outcome {
         case complete(consumed: Int)
-        case needMore(lineStart: Int)
+        /// A resume token: the bytes known good and the state after them.
+        case needMore(token: Int)
         case invalid(HTTPParseError)
     }
 
@@ -56,13 +53,27 @@ struct RequestHeadScanner {
         var valueEnd: Int
     }
 
+    /// Where the scanner is in the grammar; each phase is entered at `i`.
+    private enum Phase {
+        case leadingLines, method, targetFirst, target, version, lineStart, name, value
+    }
+
     let bytes: UnsafeRawBufferPointer
     let limits: HTTPParserLimits
+
+    private var phase = Phase.leadingLines
+    private var i = 0
+    /// Offsets are recorded only in a scan from the first byte; a resumed scan only validates.
+    private var recording = true
+    private var fieldCount = 0
+    private var lineStart = 0
+    private var nameEnd = 0
 
     private(set) var methodStart = 0
     private(set) var methodEnd = 0
     private(set) var targetStart = 0
     private(set) var targetEnd = 0
+    private var versionStart = 0
     private(set) var version = HTTPVersion.http1_1
     private(set) var fields: [FieldSpan] = []
 
@@ -71,229 +82,323 @@ struct RequestHeadScanner {
         self.limits = limits
     }
 
-    /// Where an earlier call left off, if `scanned` is a line start after the request line.
-    /// Anything else (0, out of range, not just after a CRLF) restarts from the beginning.
-    static func resumePoint(
-        _ bytes: UnsafeRawBufferPointer, limits: HTTPParserLimits, scanned: Int
-    ) -> (offset: Int, fieldCount: Int)? {
-        guard scanned >= 2, scanned <= bytes.count,
-            bytes[scanned - 1] == HTTPBytes.lf, bytes[scanned - 2] == HTTPBytes.cr
-        else { return nil }
-        // Skip the leading empty lines exactly as `run` does, to find the request line.
+    // MARK: Resumption
+    //
+    // A resume token carries the validated byte count in its low 32 bits. In the field lines it
+    // also carries the state that would otherwise need a rescan: bit 32 marks them, bits 33-34
+    // hold the phase (0 line start, 1 name, 2 value), bits 35 and up the field count so far.
+    // In the request line the token is the plain byte count; the part is found from its SPs,
+    // which costs at most the bounded method and target.
+
+    private static let countBits = 32
+    private static let fieldLinesFlag = 1 << 32
+    private static let phaseShift = 33
+    private static let fieldCountShift = 35
+
+    /// The token for `.needMore` after `validated` bytes.
+    private func resumeToken(validated: Int) -> Int {
+        let phaseCode: Int
+        switch phase {
+        case .lineStart: phaseCode = 0
+        case .name: phaseCode = 1
+        case .value: phaseCode = 2
+        default: return validated
+        }
+        // Beyond what the layout holds (never with sane limits), resume from the first byte.
+        guard validated < 1 << Self.countBits, fieldCount < 1 << (Int.bitWidth - 1 - Self.fieldCountShift)
+        else { return 0 }
+        return validated | Self.fieldLinesFlag | phaseCode << Self.phaseShift
+            | fieldCount << Self.fieldCountShift
+    }
+
+    /// Rebuilds the position from a token an earlier call returned for a prefix of these bytes.
+    /// Returns false (start from the first byte) for 0, for tokens that do not fit the bytes,
+    /// and inside the leading empty lines, whose scan is bounded anyway.
+    mutating func resume(at token: Int) -> Bool {
+        guard token > 0 else { return false }
+        let p = token & (1 << Self.countBits - 1)
+        guard p > 0, p <= bytes.count, p < limits.maxHeaderSectionBytes else { return false }
+
+        if token & Self.fieldLinesFlag != 0 {
+            let phaseCode = (token >> Self.phaseShift) & 3
+            recording = false
+            i = p
+            fieldCount = token >> Self.fieldCountShift
+            // A resumed name already has a byte (the line start is not resumed into `.name`),
+            // so any line start before `p` keeps the empty-name check passing.
+            lineStart = p - 1
+            switch phaseCode {
+            case 0: phase = .lineStart
+            case 1: phase = .name
+            default: phase = .value
+            }
+            return true
+        }
+
+        // The request line starts after the leading empty lines, exactly as `run` skips them.
         var requestLineStart = 0
         var empties = 0
-        while requestLineStart + 1 < scanned, empties <= limits.maxLeadingEmptyLines,
+        while requestLineStart + 1 < p, empties < limits.maxLeadingEmptyLines,
             bytes[requestLineStart] == HTTPBytes.cr, bytes[requestLineStart + 1] == HTTPBytes.lf
         {
             requestLineStart += 2
             empties += 1
         }
-        guard scanned > requestLineStart else { return nil }
-        // One LF ends the request line; each further one ends a field line.
-        var lineFeeds = 0
-        for i in requestLineStart..<scanned where bytes[i] == HTTPBytes.lf { lineFeeds &+= 1 }
-        return (scanned, lineFeeds - 1)
+        guard p > requestLineStart else { return false }
+
+        recording = false
+        i = p
+        methodStart = requestLineStart
+        // Inside the request line: the SPs tell the part.
+        guard let firstSP = firstIndex(of: HTTPBytes.sp, in: requestLineStart..<p) else {
+            phase = .method
+            return true
+        }
+        methodEnd = firstSP
+        targetStart = firstSP + 1
+        guard p > targetStart else {
+            phase = .targetFirst
+            return true
+        }
+        guard let secondSP = firstIndex(of: HTTPBytes.sp, in: targetStart..<p) else {
+            phase = .target
+            return true
+        }
+        targetEnd = secondSP
+        versionStart = secondSP + 1
+        phase = .version
+        return true
     }
 
-    /// Out of bytes at `index`: a head needing byte `index` would be longer than the section
-    /// limit if `index >= maxHeaderSectionBytes` (431); otherwise wait for more.
+    private func firstIndex(of byte: UInt8, in range: Range<Int>) -> Int? {
+        for k in range where bytes[k] == byte { return k }
+        return nil
+    }
+
+    // MARK: Scanning
+
+    /// Out of bytes: a head needing byte `needed` would be longer than the section limit if
+    /// `needed >= maxHeaderSectionBytes` (431); otherwise wait for more.
     @inline(__always)
-    private func outOfBytes(at index: Int, lineStart: Int) -> Outcome {
-        index >= limits.maxHeaderSectionBytes
-            ? .invalid(HTTPParseError.headersTooLarge("header section exceeds \(limits.maxHeaderSectionBytes) bytes"))
-            : .needMore(lineStart: lineStart)
+    private func outOfBytes(needing needed: Int, validated: Int) -> Outcome {
+        needed >= limits.maxHeaderSectionBytes
+            ? .invalid(.headersTooLarge("header section exceeds \(limits.maxHeaderSectionBytes) bytes"))
+            : .needMore(token: resumeToken(validated: validated))
     }
 
-    /// Validates from `start` (0, or a line start after the request line) to the end of the head.
-    mutating func run(from start: Int, fieldCount initialFieldCount: Int) -> Outcome {
+    /// Validates from the current position to the end of the head.
+    mutating func run() -> Outcome {
+        // Locals, so the hot loops keep the position in a register rather than in `self`.
+        let bytes = self.bytes
+        var i = self.i
+        defer { self.i = i }
         // Bytes at or beyond the section limit can never belong to an acceptable head.
         let stop = min(bytes.count, max(limits.maxHeaderSectionBytes, 0))
-        var i = start
-        var fieldCount = initialFieldCount
-
-        if start == 0 {
-            // MARK: Leading empty lines (RFC 9112 §2.2), bounded.
-            var empties = 0
-            while true {
-                guard i < stop else { return outOfBytes(at: i, lineStart: 0) }
-                let b = bytes[i]
-                if b == HTTPBytes.lf { return .invalid(.badRequest("bare LF before the request line")) }
-                if b != HTTPBytes.cr { break }
-                guard i + 1 < stop else { return outOfBytes(at: i + 1, lineStart: 0) }
-                guard bytes[i + 1] == HTTPBytes.lf else {
-                    return .invalid(.badRequest("bare CR before the request line"))
+        while true {
+            switch phase {
+            case .leadingLines:
+                // RFC 9112 §2.2: empty lines before the request line are ignored, up to a bound.
+                var empties = 0
+                while true {
+                    guard i < stop else { return outOfBytes(needing: i, validated: i) }
+                    let b = bytes[i]
+                    if b == HTTPBytes.lf { return .invalid(.badRequest("bare LF before the request line")) }
+                    if b != HTTPBytes.cr { break }
+                    guard i + 1 < stop else { return outOfBytes(needing: i + 1, validated: i) }
+                    guard bytes[i + 1] == HTTPBytes.lf else {
+                        return .invalid(.badRequest("bare CR before the request line"))
+                    }
+                    empties += 1
+                    if empties > limits.maxLeadingEmptyLines {
+                        return .invalid(.badRequest("too many empty lines before the request line"))
+                    }
+                    i += 2
                 }
-                empties += 1
-                if empties > limits.maxLeadingEmptyLines {
-                    return .invalid(.badRequest("too many empty lines before the request line"))
+                methodStart = i
+                phase = .method
+
+            case .method:
+                // A token, then exactly one SP (RFC 9112 §3).
+                while true {
+                    guard i < stop else { return outOfBytes(needing: i, validated: i) }
+                    let b = bytes[i]
+                    if b == HTTPBytes.sp { break }
+                    guard HTTPBytes.isTchar(b) else {
+                        return .invalid(.badRequest(Self.describe(b, in: "method")))
+                    }
+                    i += 1
+                    // RFC 9112 §3: a method longer than any implemented one answers 501.
+                    if i - methodStart > limits.maxMethodLength {
+                        return .invalid(.notImplemented("method longer than \(limits.maxMethodLength) bytes"))
+                    }
+                }
+                guard i > methodStart else { return .invalid(.badRequest("empty method")) }
+                methodEnd = i
+                i += 1
+                targetStart = i
+                phase = .targetFirst
+
+            case .targetFirst:
+                // Origin-form, or `*` for OPTIONS (RFC 9112 §3.2); nothing else is served.
+                guard i < stop else { return outOfBytes(needing: i, validated: i) }
+                let first = bytes[i]
+                if first == HTTPBytes.sp {
+                    return .invalid(.badRequest("more than one SP after the method"))
+                }
+                if first == HTTPBytes.asterisk {
+                    guard methodIs("OPTIONS") else {
+                        return .invalid(.badRequest("asterisk-form target is only allowed with OPTIONS"))
+                    }
+                } else if first != HTTPBytes.slash {
+                    guard HTTPBytes.isTargetByte(first) else {
+                        return .invalid(.badRequest(Self.describe(first, in: "request target")))
+                    }
+                    return .invalid(.badRequest("request target must be origin-form (start with '/')"))
+                }
+                phase = .target
+
+            case .target:
+                let isAsterisk = bytes[targetStart] == HTTPBytes.asterisk
+                while true {
+                    guard i < stop else { return outOfBytes(needing: i, validated: i) }
+                    let b = bytes[i]
+                    if b == HTTPBytes.sp { break }
+                    guard HTTPBytes.isTargetByte(b) else {
+                        return .invalid(.badRequest(Self.describe(b, in: "request target")))
+                    }
+                    i += 1
+                    let length = i - targetStart
+                    // Checked per byte so an endless target is refused before its line ends.
+                    if length > limits.maxTargetLength {
+                        return .invalid(.uriTooLong("request target exceeds \(limits.maxTargetLength) bytes"))
+                    }
+                    if isAsterisk && length > 1 {
+                        return .invalid(.badRequest("asterisk-form target must be exactly '*'"))
+                    }
+                }
+                targetEnd = i
+                i += 1
+                versionStart = i
+                phase = .version
+
+            case .version:
+                // `HTTP/` DIGIT `.` DIGIT CRLF, nothing else (RFC 9112 §2.3).
+                while i - versionStart < 10 {
+                    guard i < stop else { return outOfBytes(needing: i, validated: i) }
+                    let b = bytes[i]
+                    let ok: Bool
+                    switch i - versionStart {
+                    case 0: ok = b == 0x48  // H
+                    case 1, 2: ok = b == 0x54  // T
+                    case 3: ok = b == 0x50  // P
+                    case 4: ok = b == HTTPBytes.slash
+                    case 5, 7: ok = b >= 0x30 && b <= 0x39
+                    case 6: ok = b == 0x2E  // .
+                    case 8:
+                        if b == HTTPBytes.lf { return .invalid(.badRequest("bare LF after the request line")) }
+                        ok = b == HTTPBytes.cr
+                    default:
+                        if b != HTTPBytes.lf { return .invalid(.badRequest("bare CR in the request line")) }
+                        ok = true
+                    }
+                    guard ok else {
+                        return .invalid(.badRequest(
+                            b == HTTPBytes.sp ? "more than one SP in the request line" : "malformed HTTP version"))
+                    }
+                    i += 1
+                }
+                let major = Int(bytes[versionStart + 5] &- 0x30)
+                let minor = Int(bytes[versionStart + 7] &- 0x30)
+                guard major == 1, minor == 0 || minor == 1 else {
+                    return .invalid(.versionNotSupported("HTTP/\(major).\(minor) is not supported"))
+                }
+                version = HTTPVersion(major: major, minor: minor)
+                phase = .lineStart
+
+            case .lineStart:
+                // A field line, or the empty line that ends the head (RFC 9112 §5).
+                lineStart = i
+                guard i < stop else { return outOfBytes(needing: i, validated: i) }
+                let b0 = bytes[i]
+                if b0 == HTTPBytes.cr {
+                    guard i + 1 < stop else { return outOfBytes(needing: i + 1, validated: i) }
+                    guard bytes[i + 1] == HTTPBytes.lf else {
+                        return .invalid(.badRequest("bare CR at the end of the header section"))
+                    }
+                    return .complete(consumed: i + 2)
+                }
+                if b0 == HTTPBytes.lf { return .invalid(.badRequest("bare LF in the header section")) }
+                if HTTPBytes.isOWS(b0) {
+                    // RFC 9112 §5.2: obs-fold is refused; §2.2: so is whitespace before the first field.
+                    return .invalid(.badRequest("obsolete line folding (line starts with whitespace)"))
+                }
+                fieldCount += 1
+                if fieldCount > limits.maxHeaderCount {
+                    return .invalid(.headersTooLarge("more than \(limits.maxHeaderCount) header fields"))
+                }
+                phase = .name
+
+            case .name:
+                // A non-empty token immediately followed by ':' (RFC 9112 §5.1).
+                while true {
+                    guard i < stop else { return outOfBytes(needing: i, validated: i) }
+                    let b = bytes[i]
+                    if b == HTTPBytes.colon { break }
+                    guard HTTPBytes.isTchar(b) else {
+                        if HTTPBytes.isOWS(b) {
+                            return .invalid(.badRequest("whitespace between field name and colon"))
+                        }
+                        if b == HTTPBytes.cr || b == HTTPBytes.lf {
+                            return .invalid(.badRequest("header line without a colon"))
+                        }
+                        return .invalid(.badRequest(Self.describe(b, in: "field name")))
+                    }
+                    i += 1
+                }
+                guard i > lineStart else { return .invalid(.badRequest("empty field name")) }
+                nameEnd = i
+                i += 1
+                phase = .value
+
+            case .value:
+                // VCHAR, obs-text, SP, HTAB; CRLF ends it.
+                let valueStart = nameEnd + 1
+                while true {
+                    guard i < stop else { return outOfBytes(needing: i, validated: i) }
+                    let b = bytes[i]
+                    if b == HTTPBytes.cr { break }
+                    guard HTTPBytes.isFieldValueByte(b) else {
+                        if b == HTTPBytes.lf { return .invalid(.badRequest("bare LF in a field value")) }
+                        return .invalid(.badRequest(Self.describe(b, in: "field value")))
+                    }
+                    i += 1
+                }
+                guard i + 1 < stop else { return outOfBytes(needing: i + 1, validated: i) }
+                guard bytes[i + 1] == HTTPBytes.lf else {
+                    return .invalid(.badRequest("bare CR in a field value"))
+                }
+                if recording {
+                    fields.append(
+                        FieldSpan(nameStart: lineStart, nameEnd: nameEnd, valueStart: valueStart, valueEnd: i))
                 }
                 i += 2
+                phase = .lineStart
             }
-
-            // MARK: Method: a token, then exactly one SP (RFC 9112 §3).
-            methodStart = i
-            while true {
-                guard i < stop else { return outOfBytes(at: i, lineStart: 0) }
-                let b = bytes[i]
-                if b == HTTPBytes.sp { break }
-                guard HTTPBytes.isTchar(b) else {
-                    return .invalid(.badRequest(Self.describe(b, in: "method")))
-                }
-                i += 1
-            }
-            guard i > methodStart else { return .invalid(.badRequest("empty method")) }
-            methodEnd = i
-            i += 1
-
-            // MARK: Target: origin-form, or `*` for OPTIONS (RFC 9112 §3.2).
-            targetStart = i
-            guard i < stop else { return outOfBytes(at: i, lineStart: 0) }
-            let first = bytes[i]
-            if first == HTTPBytes.sp { return .invalid(.badRequest("more than one SP after the method")) }
-            let isAsterisk = first == HTTPBytes.asterisk
-            if isAsterisk {
-                guard methodIs("OPTIONS") else {
-                    return .invalid(.badRequest("asterisk-form target is only allowed with OPTIONS"))
-                }
-            } else if first != HTTPBytes.slash {
-                guard HTTPBytes.isTargetByte(first) else {
-                    return .invalid(.badRequest(Self.describe(first, in: "request target")))
-                }
-                return .invalid(.badRequest("request target must be origin-form (start with '/')"))
-            }
-            while true {
-                guard i < stop else { return outOfBytes(at: i, lineStart: 0) }
-                let b = bytes[i]
-                if b == HTTPBytes.sp { break }
-                guard HTTPBytes.isTargetByte(b) else {
-                    return .invalid(.badRequest(Self.describe(b, in: "request target")))
-                }
-                i += 1
-                let length = i - targetStart
-                // Checked per byte so an endless target is refused before its line ends.
-                if length > limits.maxTargetLength {
-                    return .invalid(HTTPParseError.uriTooLong(
-                        "request target exceeds \(limits.maxTargetLength) bytes"))
-                }
-                if isAsterisk && length > 1 {
-                    return .invalid(.badRequest("asterisk-form target must be exactly '*'"))
-                }
-            }
-            targetEnd = i
-            i += 1
-
-            // MARK: Version: `HTTP/` DIGIT `.` DIGIT CRLF, nothing else (RFC 9112 §2.3).
-            let versionStart = i
-            for k in 0..<10 {
-                guard i < stop else { return outOfBytes(at: i, lineStart: 0) }
-                let b = bytes[i]
-                let ok: Bool
-                switch k {
-                case 0: ok = b == 0x48  // H
-                case 1, 2: ok = b == 0x54  // T
-                case 3: ok = b == 0x50  // P
-                case 4: ok = b == HTTPBytes.slash
-                case 5, 7: ok = b >= 0x30 && b <= 0x39
-                case 6: ok = b == 0x2E  // .
-                case 8:
-                    if b == HTTPBytes.lf { return .invalid(.badRequest("bare LF after the request line")) }
-                    ok = b == HTTPBytes.cr
-                default:
-                    if b != HTTPBytes.lf { return .invalid(.badRequest("bare CR in the request line")) }
-                    ok = true
-                }
-                guard ok else {
-                    return .invalid(.badRequest(
-                        b == HTTPBytes.sp
-                            ? "more than one SP in the request line" : "malformed HTTP version"))
-                }
-                i += 1
-            }
-            let major = Int(bytes[versionStart + 5] &- 0x30)
-            let minor = Int(bytes[versionStart + 7] &- 0x30)
-            guard major == 1, minor == 0 || minor == 1 else {
-                return .invalid(HTTPParseError.versionNotSupported("HTTP/\(major).\(minor) is not supported"))
-            }
-            version = HTTPVersion(major: major, minor: minor)
-        }
-
-        // MARK: Field lines until the empty line (RFC 9112 §5).
-        while true {
-            let lineStart = i
-            guard i < stop else { return outOfBytes(at: i, lineStart: lineStart) }
-            let b0 = bytes[i]
-            if b0 == HTTPBytes.cr {
-                guard i + 1 < stop else { return outOfBytes(at: i + 1, lineStart: lineStart) }
-                guard bytes[i + 1] == HTTPBytes.lf else {
-                    return .invalid(.badRequest("bare CR at the end of the header section"))
-                }
-                return .complete(consumed: i + 2)
-            }
-            if b0 == HTTPBytes.lf { return .invalid(.badRequest("bare LF in the header section")) }
-            if HTTPBytes.isOWS(b0) {
-                // RFC 9112 §5.2: obs-fold is refused; §2.2: so is whitespace before the first field.
-                return .invalid(.badRequest("obsolete line folding (line starts with whitespace)"))
-            }
-            fieldCount += 1
-            if fieldCount > limits.maxHeaderCount {
-                return .invalid(HTTPParseError.headersTooLarge(
-                    "more than \(limits.maxHeaderCount) header fields"))
-            }
-
-            // Name: a non-empty token immediately followed by ':' (RFC 9112 §5.1).
-            let nameStart = i
-            while true {
-                guard i < stop else { return outOfBytes(at: i, lineStart: lineStart) }
-                let b = bytes[i]
-                if b == HTTPBytes.colon { break }
-                guard HTTPBytes.isTchar(b) else {
-                    if HTTPBytes.isOWS(b) {
-                        return .invalid(.badRequest("whitespace between field name and colon"))
-                    }
-                    if b == HTTPBytes.cr || b == HTTPBytes.lf {
-                        return .invalid(.badRequest("header line without a colon"))
-                    }
-                    return .invalid(.badRequest(Self.describe(b, in: "field name")))
-                }
-                i += 1
-            }
-            guard i > nameStart else { return .invalid(.badRequest("empty field name")) }
-            let nameEnd = i
-            i += 1
-
-            // Value: VCHAR, obs-text, SP, HTAB; CRLF ends it.
-            let valueStart = i
-            while true {
-                guard i < stop else { return outOfBytes(at: i, lineStart: lineStart) }
-                let b = bytes[i]
-                if b == HTTPBytes.cr { break }
-                guard HTTPBytes.isFieldValueByte(b) else {
-                    if b == HTTPBytes.lf { return .invalid(.badRequest("bare LF in a field value")) }
-                    return .invalid(.badRequest(Self.describe(b, in: "field value")))
-                }
-                i += 1
-            }
-            let valueEnd = i
-            guard i + 1 < stop else { return outOfBytes(at: i + 1, lineStart: lineStart) }
-            guard bytes[i + 1] == HTTPBytes.lf else {
-                return .invalid(.badRequest("bare CR in a field value"))
-            }
-            i += 2
-            fields.append(
-                FieldSpan(nameStart: nameStart, nameEnd: nameEnd, valueStart: valueStart, valueEnd: valueEnd))
         }
     }
 
     /// Builds the head from the recorded offsets; call only after `run` returned `.complete` from 0.
     func makeHead() -> HTTPRequestHead {
-        var headers = HTTPHeaders()
+        var list: [(name: String, value: String)] = []
+        list.reserveCapacity(fields.count)
         for field in fields {
             var start = field.valueStart
             var end = field.valueEnd
             while start < end, HTTPBytes.isOWS(bytes[start]) { start += 1 }
             while end > start, HTTPBytes.isOWS(bytes[end - 1]) { end -= 1 }
-            headers.add(name: string(field.nameStart, field.nameEnd), value: string(start, end))
+            list.append((name: string(field.nameStart, field.nameEnd), value: string(start, end)))
         }
+        let headers = HTTPHeaders(list)
         return HTTPRequestHead(
             method: HTTPMethod(rawValue: string(methodStart, methodEnd)),
             target: string(targetStart, targetEnd),

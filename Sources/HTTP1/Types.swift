@@ -147,6 +147,8 @@ package struct HTTPParserLimits: Sendable {
     package var maxHeaderSectionBytes: Int = 32 * 1024
     /// Most header fields; more answers 431.
     package var maxHeaderCount: Int = 100
+    /// Longest method; longer answers 501 (RFC 9112 §3). Registered methods have at most 17 bytes.
+    package var maxMethodLength: Int = 32
     /// Most empty lines (CRLF) ignored before a request line (RFC 9112 §2.2); more answers 400.
     package var maxLeadingEmptyLines: Int = 8
     package init() {}

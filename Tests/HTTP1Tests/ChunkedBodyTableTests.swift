@@ -75,6 +75,8 @@ let chunkedCases: [ChunkedCase] = [
     .init("trailer without colon", "0\r\nX\r\n\r\n", bad),
     .init("space before colon in trailer", "0\r\nX : 1\r\n\r\n", bad),
     .init("NUL in trailer value", "0\r\nX: \u{0}\r\n\r\n", bad),
+    // Found by the fuzzer (a harness bug: data delivered before an error depends on the split).
+    .init("fuzz: NUL starting a trailer line", "5\r\nhello\r\n6;ext\r\n world\r\n0\r\n\u{0}\u{1E}", bad),
     .init("bare LF as final line", "0\r\n\n", bad),
     .init("bare CR as final line", "0\r\n\rX", bad),
 ]

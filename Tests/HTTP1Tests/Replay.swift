@@ -69,10 +69,12 @@ func parseInPieces(_ bytes: [UInt8], cuts: [Int], limits: HTTPParserLimits) -> (
         }
         switch outcome {
         case .needMore:
-            if newScanned < 0 || newScanned > end {
+            // A resume token: its low 32 bits count validated bytes, which never exceed the prefix.
+            let validated = newScanned & 0xFFFF_FFFF
+            if newScanned < 0 || validated > end {
                 problems.append("prefix \(end): scanned \(newScanned) out of range")
             }
-            if newScanned < scanned {
+            if validated < scanned & 0xFFFF_FFFF {
                 problems.append("prefix \(end): scanned went back from \(scanned) to \(newScanned)")
             }
             scanned = newScanned

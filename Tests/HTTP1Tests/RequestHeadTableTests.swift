@@ -106,6 +106,9 @@ let headCases: [HeadCase] = [
     .init("incomplete request line", "GET / HT", .needMore),
     .init("incomplete, no blank line", "GET / HTTP/1.1\r\nHost: a\r\n", .needMore),
     .init("incomplete, final CR only", "GET / HTTP/1.1\r\nHost: a\r\n\r", .needMore),
+    .init("method at length limit", "ABCDEFGHIJKLMNOPQRSTUVWXYZ012345 / HTTP/1.1\r\nHost: a\r\n\r\n",
+          .ok(method: "ABCDEFGHIJKLMNOPQRSTUVWXYZ012345", target: "/")),
+    .init("method too long", "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456 / HTTP/1.1\r\n\r\n", .error(501, "not_implemented")),
     .init("NUL in method", b("G") + [0] + b("T / HTTP/1.1\r\n\r\n"), bad),
     .init("non-token in method", "GE(T / HTTP/1.1\r\n\r\n", bad),
     .init("empty method", " / HTTP/1.1\r\n\r\n", bad),
@@ -245,5 +248,49 @@ struct RequestHeadTableTests {
             }
             #expect(try bodyFraming(of: head).get() == framing)
         }
+    }
+}
+
+@Suite("Resume tokens")
+struct ResumeTokenTests {
+    @Test("a token that does not belong to the bytes never traps")
+    func garbageTokens() {
+        var rng = SplitMix64(state: 42)
+        let tokens = [0, 1, -1, Int.max, Int.min, 1 << 32, 1 << 33 | 5, 1 << 34 | 7, 3 << 33 | 1 << 32 | 9]
+        for c in headCases {
+            for token in tokens + (0..<32).map({ _ in Int(bitPattern: UInt(rng.next())) }) {
+                for end in [0, c.bytes.count / 2, c.bytes.count] {
+                    _ = parseOnce(Array(c.bytes[..<end]), limits: c.limits, scanned: token)
+                    _ = parseOnce(Array(c.bytes[..<end]), limits: c.limits, scanned: token & 0xFFFF_FFFF | 1 << 32)
+                }
+            }
+        }
+    }
+
+    @Test("a resumed long line costs only its new bytes")
+    func longLineByteByByte() {
+        // 32 KB in one field line, fed a byte at a time: quadratic rescanning would take seconds.
+        let bytes = Array("GET / HTTP/1.1\r\nHost: a\r\nX: ".utf8) + Array(repeating: UInt8(ascii: "v"), count: 32_000)
+            + Array("\r\n\r\n".utf8)
+        var limits = HTTPParserLimits()
+        limits.maxHeaderSectionBytes = 64 * 1024
+        var scanned = 0
+        var completedAt: Int?
+        let clock = ContinuousClock()
+        let elapsed = clock.measure {
+            bytes.withUnsafeBytes { all in
+                for end in 0...all.count {
+                    switch parseRequestHead(UnsafeRawBufferPointer(rebasing: all[..<end]), limits: limits, scanned: scanned) {
+                    case .needMore(let s): scanned = s
+                    case .complete(_, let consumed): completedAt = consumed
+                    case .invalid(let e): Issue.record("\(e) at \(end)")
+                    }
+                    if completedAt != nil { break }
+                }
+            }
+        }
+        #expect(completedAt == bytes.count)
+        // Generous for a debug build on a busy machine; the quadratic version took over 10 s.
+        #expect(elapsed < .seconds(3), "\(elapsed)")
     }
 }

@@ -253,7 +253,11 @@ struct RequestHeadScanner {
                     guard HTTPBytes.isTargetByte(first) else {
                         return .invalid(.badRequest(Self.describe(first, in: "request target")))
                     }
-                    return .invalid(.badRequest("request target must be origin-form (start with '/')"))
+                    // Absolute-form (`http://host/path`), which a server must accept (RFC 9112
+                    // §3.2.2); checked once the target is complete.
+                    guard first | 0x20 == UInt8(ascii: "h") else {
+                        return .invalid(.badRequest("request target must be origin-form (start with '/')"))
+                    }
                 }
                 phase = .target
 
@@ -277,6 +281,9 @@ struct RequestHeadScanner {
                     }
                 }
                 targetEnd = i
+                if bytes[targetStart] != HTTPBytes.slash && !isAsterisk && originFormStart() == nil {
+                    return .invalid(.badRequest("request target must be origin-form or an http(s) absolute-form URI"))
+                }
                 i += 1
                 versionStart = i
                 phase = .version
@@ -401,9 +408,36 @@ struct RequestHeadScanner {
         let headers = HTTPHeaders(list)
         return HTTPRequestHead(
             method: HTTPMethod(rawValue: string(methodStart, methodEnd)),
-            target: string(targetStart, targetEnd),
+            target: bytes[targetStart] == HTTPBytes.slash || bytes[targetStart] == HTTPBytes.asterisk
+                ? string(targetStart, targetEnd) : absoluteFormAsOriginForm(),
             version: version,
             headers: headers)
+    }
+
+    /// For an absolute-form target, where its path begins (at `/`, `?` or the end) once the
+    /// `http://` or `https://` scheme and a non-empty authority are skipped; nil for anything else.
+    /// The authority is not compared with `Host`: one server, one origin.
+    private func originFormStart() -> Int? {
+        var i = targetStart
+        for expected in "http".utf8 {
+            guard i < targetEnd, bytes[i] | 0x20 == expected else { return nil }
+            i += 1
+        }
+        if i < targetEnd, bytes[i] | 0x20 == UInt8(ascii: "s") { i += 1 }
+        for expected in "://".utf8 {
+            guard i < targetEnd, bytes[i] == expected else { return nil }
+            i += 1
+        }
+        let authorityStart = i
+        while i < targetEnd, bytes[i] != HTTPBytes.slash, bytes[i] != UInt8(ascii: "?") { i += 1 }
+        return i > authorityStart ? i : nil
+    }
+
+    /// The path and query of an absolute-form target, as origin-form (an empty path is `/`).
+    private func absoluteFormAsOriginForm() -> String {
+        guard let start = originFormStart() else { return "/" }
+        let rest = string(start, targetEnd)
+        return rest.hasPrefix("/") ? rest : "/" + rest
     }
 
     /// Names, methods and targets are ASCII; values may hold obs-text, which becomes U+FFFD

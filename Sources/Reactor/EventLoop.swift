@@ -184,8 +184,13 @@ package final class EventLoop: @unchecked Sendable {
         let fd = Int32(bitPattern: UInt32(truncatingIfNeeded: data))
         let generation = UInt32(truncatingIfNeeded: data >> 32)
         if generation == 0 {
-            wakeupPending.store(false, ordering: .releasing)
+            // Drain first, then clear the flag. The other order loses wake-ups: a producer that
+            // sets the flag and signals between the store and the drain has its signal drained
+            // away while the flag stays set, so no later `execute` signals again and the loop
+            // sleeps in epoll_wait with tasks queued (seen as a server that stops answering
+            // under load). Tasks queued before the store are picked up by `runTasks` below.
             try? EventFD.drain(wakeFD)
+            wakeupPending.store(false, ordering: .releasing)
             return
         }
         let readiness = Readiness(mask: event.events)

@@ -15,7 +15,7 @@ RUNS=${RUNS:-3}
 DUR=${DUR:-5}
 ONLY=${ONLY:-healthz,identify,get,events,absorb,idle}
 PEOPLE=50000           # identified subscribers in the database (the "grown to 50k")
-SPAN=40000             # anonymous ids reserved for one wrk identify run (2 threads × 20000)
+SPAN=90000             # anonymous ids reserved for one wrk identify run (2 threads × 45000)
 POOL=$((SPAN * (2 * RUNS + 2)))  # seeded anonymous subscribers, renamed by identify runs
 BIG=6                  # anonymous subscribers with BIG_EVENTS events each, for absorb
 BIG_EVENTS=10000
@@ -192,14 +192,16 @@ if has absorb; then
         DUR_SAVE=$DUR; DUR=4
         wrk_run absorb_bg_identify buzzkit "$run" 16 "$BASE/v1/identify" -s bench/lua/identify.lua -- \
             "$ANON_FROM" $((SPAN / 2)) "$CLIENT_KEY" "a$run" &
+        BG1=$!
         wrk_run absorb_bg_get buzzkit "$run" 16 "$BASE/healthz" -s bench/lua/get.lua -- $PEOPLE "$SECRET_KEY" &
+        BG2=$!
         sleep 1.5
         anon=$(printf 'anon_big%018d' $((run - 1)))
         ms=$(curl -sf -o "$OUT/absorb-$run.json" -w '%{time_total}' -X POST "$BASE/v1/identify" \
             -H "Authorization: Bearer $CLIENT_KEY" -H 'Content-Type: application/json' \
             -d "{\"externalId\":\"user_$(printf '%06d' $((300 + run)))\",\"anonymousId\":\"$anon\"}" | awk '{print $1 * 1000}')
         grep -q '"shape":"absorb"' "$OUT/absorb-$run.json" || echo "  WARNING: not an absorb"
-        wait
+        wait "$BG1" "$BG2"   # not a bare wait: the server is a child too
         DUR=$DUR_SAVE
         record absorb_10k buzzkit "$run" "$ms" 0 0
         echo "  absorb_10k buzzkit #$run: $ms ms"

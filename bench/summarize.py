@@ -85,4 +85,4 @@ print("|---|---|---|---|---|---|---|")
 for row in table:
     print("| " + " | ".join(row) + " |")
 print()
-print(f"medians of {max((n(s, w) for (s, w) in rows), default=0)} runs; raw: results.tsv")
+print("medians over each figure's runs (RUNS per scenario; the copy ceiling has 3 per run); raw: results.tsv")

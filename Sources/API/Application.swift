@@ -146,7 +146,11 @@ package final class Application: Responder {
             case .reply(let reply):
                 finish(render(reply, requestID: requestID), routeName, tenant)
             case .write(let job):
+                // Tenant and key changes must apply to the very next request, not after the
+                // auth cache's TTL: drop the cache once they are committed.
+                let changesAuth = route.path.hasPrefix("/v1/tenant")
                 store.write(job) { [self] result in
+                    if changesAuth { authenticator.cache.invalidate() }
                     switch result {
                     case .success(let reply): finish(render(reply, requestID: requestID), routeName, tenant)
                     case .failure(let error): finish(render(error, requestID: requestID, route: routeName), routeName, tenant)

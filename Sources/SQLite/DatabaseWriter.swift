@@ -18,8 +18,11 @@ import Glibc
 /// - `SQLITE_BUSY` (another process holding the write lock) is retried by SQLite for the busy
 ///   timeout, then surfaces as the error of the group.
 ///
-/// Jobs and completions run on the writer thread: keep completions short (hand the result to
-/// another thread). A job may use ``Database/savepoint(_:_:)`` but not ``Database/transaction(_:_:)``.
+/// Jobs run on the writer thread. Completions run on a second thread, `buzzkit-db-complete`,
+/// which receives each group's completions in one hand-off, in commit order: whatever a
+/// completion does (the API renders the JSON answer and wakes an event loop there) no longer
+/// holds up the next group's commit. A job may use ``Database/savepoint(_:_:)`` but not
+/// ``Database/transaction(_:_:)``.
 ///
 /// ```swift
 /// let writer = try DatabaseWriter(path: "buzzkit.sqlite")
@@ -49,6 +52,16 @@ package final class DatabaseWriter: Sendable {
 
     private let shared: ConditionLock<State>
 
+    /// Groups of completions the writer handed over, waiting for the completion thread.
+    private struct Deliveries: Sendable {
+        var groups: [[@Sendable () -> Void]] = []
+        var stopping = false
+        var stopped = false
+        var thread: pthread_t?
+    }
+
+    private let deliveries: ConditionLock<Deliveries>
+
     /// Opens the connection on the calling thread (so open errors are thrown here), then hands
     /// it to a new writer thread.
     /// - Parameters:
@@ -65,19 +78,27 @@ package final class DatabaseWriter: Sendable {
         let database = try Database(path: path, options: options)
         let shared = ConditionLock(State())
         self.shared = shared
+        let deliveries = ConditionLock(Deliveries())
+        self.deliveries = deliveries
+        let completer = Thread { Self.runCompletions(deliveries) }
+        completer.name = "buzzkit-db-complete"
+        completer.start()
         // The connection is not Sendable; after this line only the writer thread touches it.
         let transfer = UnsafeTransfer(value: database)
         let thread = Thread {
-            WriterLoop(database: transfer.value, shared: shared, maxBatch: maxBatch, onCommit: onCommit).run()
+            WriterLoop(
+                database: transfer.value, shared: shared, deliveries: deliveries, maxBatch: maxBatch, onCommit: onCommit
+            ).run()
         }
         thread.name = "buzzkit-db-writer"
         thread.start()
     }
 
     deinit {
-        // The last reference may be dropped by a job or completion on the writer thread itself,
-        // which cannot wait for itself: there, only ask the thread to drain and stop.
-        if isWriterThread {
+        // The last reference may be dropped by a job on the writer thread or by a completion on
+        // the completion thread, neither of which can wait for the shutdown: there, only ask the
+        // threads to drain and stop.
+        if isWriterThread || isCompletionThread {
             shared.withLock { $0.closing = true }
             shared.broadcast()
         } else {
@@ -85,7 +106,7 @@ package final class DatabaseWriter: Sendable {
         }
     }
 
-    /// Queues a job; `completion` is called on the writer thread once its group committed
+    /// Queues a job; `completion` is called on the completion thread once its group committed
     /// (with the job's value) or failed (with the error).
     ///
     /// After ``close()``, `completion` is called at once, on the calling thread, with an error.
@@ -133,7 +154,8 @@ package final class DatabaseWriter: Sendable {
     /// - Parameter job: The work.
     /// - Returns: The job's value, once on disk.
     package func write<T: Sendable>(_ job: @escaping @Sendable (Database) throws -> T) throws -> T {
-        precondition(!isWriterThread, "DatabaseWriter.write called on the writer thread would wait for itself")
+        precondition(
+            !isWriterThread && !isCompletionThread, "DatabaseWriter.write called from a job or completion would wait for itself")
         let outcome = ConditionLock<Result<T, any Error>?>(nil)
         submit(job) { result in
             outcome.withLock { $0 = result }
@@ -159,7 +181,8 @@ package final class DatabaseWriter: Sendable {
     /// Runs every job already queued, checkpoints (`TRUNCATE`), closes the connection and ends
     /// the thread; blocks until done. Idempotent; later submits fail.
     package func close() {
-        precondition(!isWriterThread, "DatabaseWriter.close called on the writer thread would wait for itself")
+        precondition(
+            !isWriterThread && !isCompletionThread, "DatabaseWriter.close called from a job or completion would wait for itself")
         shared.withLock { $0.closing = true }
         shared.broadcast()
         shared.withLock(waitingUntil: { $0.finished }) { _ in }
@@ -169,12 +192,34 @@ package final class DatabaseWriter: Sendable {
         shared.withLock { state in state.writerThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
     }
 
+    private var isCompletionThread: Bool {
+        deliveries.withLock { state in state.thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+    }
+
+    /// The completion thread: runs handed-over groups in order until the writer stops it.
+    private static func runCompletions(_ deliveries: ConditionLock<Deliveries>) {
+        deliveries.withLock { $0.thread = pthread_self() }
+        while true {
+            let (groups, stopping) = deliveries.withLock(waitingUntil: { !$0.groups.isEmpty || $0.stopping }) { state in
+                defer { state.groups = [] }
+                return (state.groups, state.stopping)
+            }
+            for group in groups {
+                for complete in group { complete() }
+            }
+            if stopping && groups.isEmpty { break }
+        }
+        deliveries.withLock { $0.stopped = true }
+        deliveries.broadcast()
+    }
+
     // MARK: - The writer thread
 
     /// Everything the writer thread owns; lives on that thread only.
     private struct WriterLoop {
         let database: Database
         let shared: ConditionLock<State>
+        let deliveries: ConditionLock<Deliveries>
         let maxBatch: Int
         let onCommit: (@Sendable (Int, Duration) -> Void)?
         let clock = ContinuousClock()
@@ -221,6 +266,10 @@ package final class DatabaseWriter: Sendable {
             }
             try? database.checkpoint(.truncate)
             database.close()
+            // Every completion is delivered before close() returns.
+            deliveries.withLock { $0.stopping = true }
+            deliveries.broadcast()
+            deliveries.withLock(waitingUntil: { $0.stopped }) { _ in }
             shared.withLock { $0.finished = true }
             shared.broadcast()
         }
@@ -231,13 +280,20 @@ package final class DatabaseWriter: Sendable {
             return max(.zero, interval - lastCheckpoint.duration(to: clock.now))
         }
 
+        /// Hands completions to the completion thread, one lock and one wake-up per group.
+        private func deliver(_ group: [@Sendable () -> Void]) {
+            guard !group.isEmpty else { return }
+            deliveries.withLock { $0.groups.append(group) }
+            deliveries.broadcast()
+        }
+
         /// Runs one group in one transaction.
         /// - Returns: Jobs not attempted because SQLite aborted the transaction, and whether a commit happened.
         private func runGroup(_ jobs: ArraySlice<Job>) -> (rest: ArraySlice<Job>, committed: Bool) {
             do {
                 try database.execute(TransactionKind.immediate.beginSQL, [])
             } catch {
-                for job in jobs { job.fail(error) }
+                deliver(jobs.map { job in { job.fail(error) } })
                 return ([], false)
             }
             var completions: [@Sendable ((any Error)?) -> Void] = []
@@ -249,7 +305,7 @@ package final class DatabaseWriter: Sendable {
                     // SQLite rolled back the whole transaction (https://www.sqlite.org/lang_transaction.html,
                     // "Response To Errors Within A Transaction"): every job so far lost its work.
                     let groupError = error ?? SQLiteError.misuse("a job ended the writer's transaction")
-                    for complete in completions { complete(groupError) }
+                    deliver(completions.map { complete in { complete(groupError) } })
                     return (jobs[(index + 1)...], false)
                 }
             }
@@ -258,13 +314,13 @@ package final class DatabaseWriter: Sendable {
                 try database.execute("COMMIT TRANSACTION", [])
             } catch {
                 database.rollbackIgnoringErrors()
-                for complete in completions { complete(error) }
+                deliver(completions.map { complete in { complete(error) } })
                 return ([], false)
             }
             let duration = start.duration(to: clock.now)
             // Metrics first, so whoever a completion wakes already sees this commit counted.
             onCommit?(jobs.count, duration)
-            for complete in completions { complete(nil) }
+            deliver(completions.map { complete in { complete(nil) } })
             return ([], true)
         }
     }

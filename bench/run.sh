@@ -1,0 +1,230 @@
+#!/usr/bin/env bash
+# BuzzKit Server benchmarks against their ceilings (nginx for HTTP, our own C program for SQLite).
+#
+#   bench/run.sh                 # RUNS=3 DUR=5 by default
+#   RUNS=5 DUR=8 bench/run.sh
+#   ONLY=healthz,identify bench/run.sh   # a subset: healthz,identify,get,events,absorb,idle
+#
+# Each scenario runs RUNS times, interleaved with its ceiling (ours, ceiling, ours, ceiling…), so
+# background load from other work on the machine hits both sides alike. Medians and ratios are
+# printed at the end; raw wrk/ceiling output goes to bench/out/<timestamp>/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+RUNS=${RUNS:-3}
+DUR=${DUR:-5}
+ONLY=${ONLY:-healthz,identify,get,events,absorb,idle}
+PEOPLE=50000           # identified subscribers in the database (the issue's "grown to 50k")
+SPAN=90000             # anonymous ids reserved for one wrk identify run (2 threads × 45000)
+POOL=$((SPAN * (2 * RUNS + 2)))  # seeded anonymous subscribers, renamed by identify runs
+BIG=6                  # anonymous subscribers with BIG_EVENTS events each, for absorb
+BIG_EVENTS=10000
+IDLE=10000
+WORKSPACE_KEY=bk_ws_BenchBenchBenchBenchBenchBench12
+has() { [[ ",$ONLY," == *",$1,"* ]]; }
+
+# --- tools -------------------------------------------------------------------------------------
+if ! command -v wrk >/dev/null || { ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; }; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk nginx-light >/dev/null
+fi
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+command -v gcc >/dev/null && [ -f /usr/include/sqlite3.h ] || \
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libsqlite3-dev sqlite3 >/dev/null
+export PATH=/opt/swift/usr/bin:$PATH
+
+OUT=$ROOT/bench/out/$(date +%Y%m%d-%H%M%S)
+mkdir -p "$OUT"
+RESULTS=$OUT/results.tsv
+: >"$RESULTS"
+echo "output: $OUT"
+{ echo "date: $(date -Is)"; echo "host: $(uname -srm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)";
+  echo "loadavg at start: $(cat /proc/loadavg)"; echo "git: $(git rev-parse --short HEAD)$(git diff --quiet || echo +dirty)";
+  echo "RUNS=$RUNS DUR=$DUR ONLY=$ONLY"; } | tee "$OUT/machine.txt"
+
+swift build -c release 2>&1 | tail -1
+BUZZKIT=$ROOT/.build/release/buzzkit
+gcc -O2 -o "$OUT/sqlite_ceiling" bench/sqlite_ceiling.c -lsqlite3
+CEILING=$OUT/sqlite_ceiling
+
+# Working files on the same disk as the repository (fsync cost is part of what we measure).
+WORK=$(mktemp -d -p "$ROOT/bench/out" work.XXXXXX)
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    [ -f "$WORK/nginx.pid" ] && kill "$(cat "$WORK/nginx.pid")" 2>/dev/null || true
+    sleep 0.5
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# --- nginx, the HTTP ceiling: a fixed 11-byte JSON body, 2 workers, keep-alive ----------------
+NGINX_PORT=$(free_port)
+cat >"$WORK/nginx.conf" <<EOF
+worker_processes 2;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx-error.log;
+events { worker_connections 16384; }
+http {
+    access_log off;
+    keepalive_requests 100000000;
+    keepalive_timeout 600s;
+    server {
+        listen 127.0.0.1:$NGINX_PORT backlog=4096;
+        location = /healthz { default_type application/json; return 200 '{"ok":true}'; }
+    }
+}
+EOF
+"$NGINX" -c "$WORK/nginx.conf" -p "$WORK"
+
+# --- database: migrate, tenant, seed (directly, with the same SQL the server runs) ----------
+DB=$WORK/db.sqlite
+export BUZZKIT_BOOTSTRAP_WORKSPACE_KEY=$WORKSPACE_KEY
+"$BUZZKIT" migrate --database "$DB" >/dev/null
+"$BUZZKIT" tenant create bench --database "$DB" >"$WORK/tenant.json"
+json() { python3 -c "import json,sys; d=json.load(open('$WORK/tenant.json')); print($1)"; }
+TENANT=$(json "d['tenant']['id']")
+CLIENT_KEY=$(json "d['clientKey']")
+SECRET_KEY=$(json "d['secretKey']")
+SECRET_HASH=$(sqlite3 "$DB" "SELECT hash FROM api_keys WHERE kind = 'secret'")
+echo "seeding $PEOPLE people, $POOL anonymous, $BIG × $BIG_EVENTS events…"
+"$CEILING" seed "$DB" "$TENANT" $PEOPLE $POOL $BIG $BIG_EVENTS >/dev/null
+cp "$DB" "$WORK/seed.sqlite"   # pristine copy: each ceiling run works on its own copy of it
+echo "database: $(du -h "$DB" | cut -f1), $(sqlite3 "$DB" 'SELECT count(*) FROM subscribers') subscribers" | tee -a "$OUT/machine.txt"
+
+# --- our server: warn-level logs (no access-log write per request), no client-key rate limit --
+cat >"$WORK/config.json" <<EOF
+{"logLevel": "warn", "clientKeyRatePerSecond": 0, "maxConnections": $((IDLE + 2000)), "idleTimeoutSeconds": 600}
+EOF
+"$BUZZKIT" serve --port 0 --database "$DB" --config "$WORK/config.json" >"$WORK/server.out" 2>"$OUT/server.log" &
+SERVER_PID=$!
+PIDS+=("$SERVER_PID")
+for _ in $(seq 100); do grep -q listening "$WORK/server.out" && break; sleep 0.1; done
+PORT=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$WORK/server.out")
+echo "server pid $SERVER_PID port $PORT, nginx port $NGINX_PORT"
+BASE=http://127.0.0.1:$PORT
+
+# A rename must really be a rename (a seeded anonymous id, a new external id).
+curl -sf -X POST "$BASE/v1/identify" -H "Authorization: Bearer $CLIENT_KEY" -H 'Content-Type: application/json' \
+    -d "{\"externalId\":\"check-1\",\"anonymousId\":\"$(printf 'anon_%021d' $((POOL - 1)))\"}" | grep -q '"shape":"rename"' \
+    || { echo "identify did not take the rename path"; exit 1; }
+
+# --- measuring ---------------------------------------------------------------------------------
+# record SCENARIO WHO RUN VALUE P99_MS ERRORS
+record() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RESULTS"; }
+# wrk_run NAME WHO RUN CONNS URL [wrk args…]: runs wrk, records req/s, p99, errors.
+wrk_run() {
+    local name=$1 who=$2 run=$3 conns=$4 url=$5; shift 5
+    local file="$OUT/$name-$who-$run.txt"
+    wrk -t2 -c"$conns" -d"${DUR}s" --timeout 10s --latency "$url" "$@" >"$file" 2>&1 || true
+    local rps p99 errors
+    rps=$(awk '/^Requests\/sec/ {print $2}' "$file")
+    p99=$(awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000}; print v}' "$file")
+    errors=$(awk '/Non-2xx/ {n+=$NF} /Socket errors/ {gsub(/,/,""); n+=$4+$6+$8+$10} END {print n+0}' "$file")
+    record "$name" "$who" "$run" "${rps:-0}" "${p99:-0}" "$errors"
+    echo "  $name $who #$run: ${rps:-?} req/s p99 ${p99:-?} ms errors $errors"
+}
+# ceiling_run SCENARIOS RUN ANON_FROM: the C program on a fresh copy of the seeded database.
+ceiling_run() {
+    local scenarios=$1 run=$2 anon_from=$3 file="$OUT/ceiling-$1-$2.txt"
+    cp "$WORK/seed.sqlite" "$WORK/ceiling.sqlite"
+    rm -f "$WORK/ceiling.sqlite-wal" "$WORK/ceiling.sqlite-shm"
+    "$CEILING" bench "$WORK/ceiling.sqlite" "$TENANT" "$DUR" $PEOPLE "$anon_from" "$SECRET_HASH" $BIG "$scenarios" >"$file"
+    while read -r name value unit; do
+        record "ceiling_$name" sqlite "$run" "$value" 0 0
+        echo "  ceiling $name #$run: $value $unit"
+    done <"$file"
+}
+NEXT_ANON=0
+take_anon_span() { ANON_FROM=$NEXT_ANON; NEXT_ANON=$((NEXT_ANON + SPAN)); }
+subscriber_count() { sqlite3 "$DB" 'SELECT count(*) FROM subscribers'; }
+rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$SERVER_PID/status"; }
+
+# Warm-up: page cache, statement caches, allocator.
+wrk -t2 -c64 -d2s "$BASE/healthz" >/dev/null
+wrk -t2 -c64 -d2s -s bench/lua/get.lua "$BASE/healthz" -- $PEOPLE "$SECRET_KEY" >/dev/null
+
+if has healthz; then
+    echo "GET /healthz keep-alive (ours vs nginx)…"
+    for run in $(seq "$RUNS"); do
+        for conns in 64 256; do
+            wrk_run "healthz_c$conns" nginx "$run" $conns "http://127.0.0.1:$NGINX_PORT/healthz"
+            wrk_run "healthz_c$conns" buzzkit "$run" $conns "$BASE/healthz"
+        done
+    done
+fi
+
+if has identify; then
+    echo "POST /v1/identify, new person each time (rename), synchronous=FULL, 64 conns…"
+    for run in $(seq "$RUNS"); do
+        ceiling_run identify "$run" 0
+        before=$(subscriber_count)
+        take_anon_span
+        wrk_run identify_c64 buzzkit "$run" 64 "$BASE/v1/identify" -s bench/lua/identify.lua -- \
+            "$ANON_FROM" $((SPAN / 2)) "$CLIENT_KEY" "r$run"
+        # Every call was a rename (no new row): otherwise the anonymous id span ran out.
+        [ "$(subscriber_count)" = "$before" ] || echo "  WARNING: identify created rows; raise SPAN"
+    done
+fi
+
+if has get; then
+    echo "GET /v1/subscribers/{id}, existing people, 64 conns…"
+    for run in $(seq "$RUNS"); do
+        wrk_run get_c64 buzzkit "$run" 64 "$BASE/healthz" -s bench/lua/get.lua -- $PEOPLE "$SECRET_KEY"
+        ceiling_run get "$run" 0
+    done
+fi
+
+if has events; then
+    echo "POST /v1/events, batches of 50, 64 conns…"
+    for run in $(seq "$RUNS"); do
+        ceiling_run events "$run" 0
+        wrk_run events_c64 buzzkit "$run" 64 "$BASE/v1/events" -s bench/lua/events.lua -- $PEOPLE "$CLIENT_KEY" "r$run"
+    done
+fi
+
+if has absorb; then
+    echo "absorbing $BIG_EVENTS events, with identify + GET traffic alongside (16 conns each)…"
+    for run in $(seq "$RUNS"); do
+        ceiling_run copy "$run" 0
+        take_anon_span
+        DUR_SAVE=$DUR; DUR=4
+        wrk_run absorb_bg_identify buzzkit "$run" 16 "$BASE/v1/identify" -s bench/lua/identify.lua -- \
+            "$ANON_FROM" $((SPAN / 2)) "$CLIENT_KEY" "a$run" &
+        BG1=$!
+        wrk_run absorb_bg_get buzzkit "$run" 16 "$BASE/healthz" -s bench/lua/get.lua -- $PEOPLE "$SECRET_KEY" &
+        BG2=$!
+        sleep 1.5
+        anon=$(printf 'anon_big%018d' $((run - 1)))
+        ms=$(curl -sf -o "$OUT/absorb-$run.json" -w '%{time_total}' -X POST "$BASE/v1/identify" \
+            -H "Authorization: Bearer $CLIENT_KEY" -H 'Content-Type: application/json' \
+            -d "{\"externalId\":\"user_$(printf '%06d' $((300 + run)))\",\"anonymousId\":\"$anon\"}" | awk '{print $1 * 1000}')
+        grep -q '"shape":"absorb"' "$OUT/absorb-$run.json" || echo "  WARNING: not an absorb"
+        wait "$BG1" "$BG2"   # not a bare wait: the server is a child too
+        DUR=$DUR_SAVE
+        record absorb_10k buzzkit "$run" "$ms" 0 0
+        echo "  absorb_10k buzzkit #$run: $ms ms"
+    done
+fi
+
+if has idle; then
+    echo "$IDLE idle keep-alive connections…"
+    rss_before=$(rss_kib)
+    python3 bench/idle.py "$PORT" $IDLE > "$WORK/idle.out" < <(sleep 100000) &
+    IDLE_PID=$!
+    PIDS+=("$IDLE_PID")
+    for _ in $(seq 600); do grep -q ready "$WORK/idle.out" && break; sleep 0.1; done
+    sleep 1
+    rss_after=$(rss_kib)
+    per=$(( (rss_after - rss_before) * 1024 / IDLE ))
+    record idle_rss_per_conn buzzkit 1 "$per" 0 0
+    echo "  RSS $rss_before KiB → $rss_after KiB with $IDLE idle: $per bytes each"
+    for run in $(seq "$RUNS"); do
+        wrk_run healthz_c64_with_idle buzzkit "$run" 64 "$BASE/healthz"
+    done
+    kill "$IDLE_PID"; wait "$IDLE_PID" 2>/dev/null || true
+fi
+
+echo "loadavg at end: $(cat /proc/loadavg)" | tee -a "$OUT/machine.txt"
+python3 bench/summarize.py "$OUT" | tee "$OUT/table.md"

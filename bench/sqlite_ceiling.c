@@ -1,0 +1,505 @@
+/*
+ * sqlite_ceiling: what SQLite alone does with exactly the SQL BuzzKit runs.
+ *
+ *   sqlite_ceiling seed  DB TENANT PEOPLE ANON BIG BIG_EVENTS
+ *       Fills a migrated database: PEOPLE identified subscribers `user_%06d` (alias + one
+ *       `$subscriber.merged` event each, like a real identify leaves them), ANON anonymous
+ *       subscribers `anon_%021d` (the pool the identify benchmark renames), and BIG anonymous
+ *       subscribers `anon_big%018d` with BIG_EVENTS events each (the absorb benchmark).
+ *   sqlite_ceiling bench DB TENANT SECONDS PEOPLE ANON_FROM KEY_HASH BIG SCENARIOS
+ *       Runs the scenarios named in SCENARIOS (identify,events,get,copy) on DB (give it a copy: it writes) with synchronous=FULL, WAL,
+ *       foreign_keys=ON (the server's connection settings) and prints `name value unit` lines.
+ *
+ * The SQL text below is copied from Sources/Storage/SQLiteContext.swift; each request runs the
+ * statements the server runs for it, in the same order, including the SAVEPOINT each writer job
+ * gets and the snapshot reads that render the answer. Keep the two in step.
+ *
+ * Build: gcc -O2 -o sqlite_ceiling sqlite_ceiling.c -lsqlite3
+ */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- SQL, verbatim from SQLiteContext.swift ---- */
+#define SQL_ALIAS_LOOKUP "SELECT subscriber_key FROM aliases WHERE tenant_id = ? AND alias = ?"
+#define SQL_SUBSCRIBER                                                                                         \
+    "SELECT key, tenant_id, id, anonymous, verified, email, email_subscribed, last_seq, event_count, created_at, " \
+    "updated_at FROM subscribers WHERE key = ?"
+#define SQL_ADD_ALIAS "INSERT INTO aliases (tenant_id, alias, subscriber_key) VALUES (?, ?, ?)"
+#define SQL_INSERT_SUBSCRIBER \
+    "INSERT INTO subscribers (tenant_id, id, anonymous, created_at, updated_at) VALUES (?, ?, ?, ?, ?)"
+#define SQL_INSERT_EVENT                                                                        \
+    "INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties)\n" \
+    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (subscriber_key, client_id) DO NOTHING"
+#define SQL_UPDATE_SUBSCRIBER                                                                      \
+    "UPDATE subscribers SET id = ?, anonymous = ?, verified = ?, email = ?, email_subscribed = ?,\n" \
+    "    last_seq = ?, event_count = ?, updated_at = ?\nWHERE key = ?"
+#define SQL_ATTRIBUTES "SELECT name, value, set_by_backend FROM attributes WHERE subscriber_key = ? ORDER BY name"
+#define SQL_ALIASES "SELECT alias FROM aliases WHERE subscriber_key = ? AND alias <> ? ORDER BY alias"
+#define SQL_PUSH                                                                       \
+    "SELECT device_id, token, platform, created_at, updated_at FROM push_subscriptions\n" \
+    "WHERE subscriber_key = ? ORDER BY updated_at DESC, device_id"
+#define SQL_PREFS "SELECT topic, subscribed, updated_at FROM preferences WHERE subscriber_key = ? ORDER BY topic"
+#define SQL_DEVICES                                                                                 \
+    "SELECT device_id, platform, app_version, os_version, model, locale, time_zone, last_seen_at\n" \
+    "FROM devices WHERE subscriber_key = ? ORDER BY last_seen_at DESC, device_id"
+#define SQL_API_KEY \
+    "SELECT id, kind, workspace_id, tenant_id, display_prefix, created_at, revoked_at FROM api_keys WHERE hash = ?"
+#define SQL_TENANT                                                                                               \
+    "SELECT id, workspace_id, name, settings, identity_secret, previous_secret, previous_expires_at, created_at\n" \
+    "FROM tenants WHERE id = ?"
+#define SQL_COPY_EVENTS                                                                                 \
+    "INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties)\n"     \
+    "SELECT ?1, ?3 + row_number() OVER (ORDER BY seq), client_id, name, timestamp, received_at, properties\n" \
+    "FROM events AS source\n"                                                                          \
+    "WHERE source.subscriber_key = ?2 AND NOT EXISTS (\n"                                              \
+    "    SELECT 1 FROM events AS mine WHERE mine.subscriber_key = ?1 AND mine.client_id = source.client_id)\n" \
+    "ORDER BY seq"
+#define SQL_MOVE_PUSH "UPDATE push_subscriptions SET subscriber_key = ? WHERE subscriber_key = ?"
+#define SQL_EVICT_PUSH                                                                           \
+    "DELETE FROM push_subscriptions WHERE subscriber_key = ?1 AND device_id IN (\n"               \
+    "    SELECT device_id FROM push_subscriptions WHERE subscriber_key = ?1\n"                     \
+    "    ORDER BY updated_at DESC, device_id LIMIT -1 OFFSET ?2)"
+#define SQL_REASSIGN_ALIASES "UPDATE aliases SET subscriber_key = ? WHERE subscriber_key = ?"
+#define SQL_DELETE_SUBSCRIBER "DELETE FROM subscribers WHERE key = ?"
+
+static sqlite3 *db;
+static const char *tenant;
+
+static void die(const char *what) {
+    fprintf(stderr, "sqlite_ceiling: %s: %s\n", what, sqlite3_errmsg(db));
+    exit(1);
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static long long wall_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void exec(const char *sql) {
+    char *err = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) {
+        fprintf(stderr, "sqlite_ceiling: %s: %s\n", sql, err);
+        exit(1);
+    }
+}
+
+/* A tiny statement cache, like the server's: prepared once, reset and cleared before each use. */
+#define MAX_STMTS 64
+static struct { const char *sql; sqlite3_stmt *stmt; } cache[MAX_STMTS];
+
+static sqlite3_stmt *stmt(const char *sql) {
+    for (int i = 0; i < MAX_STMTS; i++) {
+        if (cache[i].sql == sql) {
+            sqlite3_reset(cache[i].stmt);
+            sqlite3_clear_bindings(cache[i].stmt);
+            return cache[i].stmt;
+        }
+        if (!cache[i].sql) {
+            if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &cache[i].stmt, NULL) != SQLITE_OK) die(sql);
+            cache[i].sql = sql;
+            return cache[i].stmt;
+        }
+    }
+    fprintf(stderr, "statement cache full\n");
+    exit(1);
+}
+
+static void text(sqlite3_stmt *s, int i, const char *v) { sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT); }
+static void i64(sqlite3_stmt *s, int i, long long v) { sqlite3_bind_int64(s, i, v); }
+
+/* Steps to the end, counting rows (the server copies every column of every row; we read them too). */
+static int run(sqlite3_stmt *s) {
+    int rows = 0, rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        int n = sqlite3_column_count(s);
+        for (int c = 0; c < n; c++) {
+            if (sqlite3_column_type(s, c) == SQLITE_TEXT) (void)sqlite3_column_text(s, c);
+        }
+        rows++;
+    }
+    if (rc != SQLITE_DONE) die(sqlite3_sql(s));
+    return rows;
+}
+
+static long long one_int(sqlite3_stmt *s, int *found) {
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        *found = 1;
+        long long v = sqlite3_column_int64(s, 0);
+        run(s);
+        return v;
+    }
+    if (rc != SQLITE_DONE) die(sqlite3_sql(s));
+    *found = 0;
+    return 0;
+}
+
+typedef struct {
+    long long key, last_seq, event_count, created_at, updated_at;
+    int anonymous, verified, email_subscribed;
+    char id[160];
+} Sub;
+
+static long long alias_key(const char *alias, int *found) {
+    sqlite3_stmt *s = stmt(SQL_ALIAS_LOOKUP);
+    text(s, 1, tenant);
+    text(s, 2, alias);
+    return one_int(s, found);
+}
+
+static void load_sub(long long key, Sub *r) {
+    sqlite3_stmt *s = stmt(SQL_SUBSCRIBER);
+    i64(s, 1, key);
+    if (sqlite3_step(s) != SQLITE_ROW) die("subscriber row");
+    r->key = sqlite3_column_int64(s, 0);
+    snprintf(r->id, sizeof r->id, "%s", (const char *)sqlite3_column_text(s, 2));
+    r->anonymous = sqlite3_column_int(s, 3);
+    r->verified = sqlite3_column_int(s, 4);
+    (void)sqlite3_column_text(s, 5);
+    r->email_subscribed = sqlite3_column_int(s, 6);
+    r->last_seq = sqlite3_column_int64(s, 7);
+    r->event_count = sqlite3_column_int64(s, 8);
+    r->created_at = sqlite3_column_int64(s, 9);
+    r->updated_at = sqlite3_column_int64(s, 10);
+    run(s);
+}
+
+static void update_sub(const Sub *r) {
+    sqlite3_stmt *s = stmt(SQL_UPDATE_SUBSCRIBER);
+    text(s, 1, r->id);
+    i64(s, 2, r->anonymous);
+    i64(s, 3, r->verified);
+    sqlite3_bind_null(s, 4);
+    i64(s, 5, r->email_subscribed);
+    i64(s, 6, r->last_seq);
+    i64(s, 7, r->event_count);
+    i64(s, 8, r->updated_at);
+    i64(s, 9, r->key);
+    run(s);
+}
+
+static int insert_event(long long key, long long seq, const char *client_id, const char *name, long long ts,
+                        const char *props) {
+    sqlite3_stmt *s = stmt(SQL_INSERT_EVENT);
+    i64(s, 1, key);
+    i64(s, 2, seq);
+    text(s, 3, client_id);
+    text(s, 4, name);
+    i64(s, 5, ts);
+    i64(s, 6, ts);
+    if (props) text(s, 7, props); else sqlite3_bind_null(s, 7);
+    run(s);
+    return sqlite3_changes(db) > 0;
+}
+
+/* SubscriberSnapshot.load: what renders every subscriber answer. */
+static void snapshot(const Sub *r) {
+    sqlite3_stmt *s = stmt(SQL_ATTRIBUTES); i64(s, 1, r->key); run(s);
+    s = stmt(SQL_ALIASES); i64(s, 1, r->key); text(s, 2, r->id); run(s);
+    s = stmt(SQL_PUSH); i64(s, 1, r->key); run(s);
+    s = stmt(SQL_PREFS); i64(s, 1, r->key); run(s);
+    s = stmt(SQL_DEVICES); i64(s, 1, r->key); run(s);
+}
+
+static long long insert_sub(const char *id, int anonymous, long long now) {
+    sqlite3_stmt *s = stmt(SQL_INSERT_SUBSCRIBER);
+    text(s, 1, tenant); text(s, 2, id); i64(s, 3, anonymous); i64(s, 4, now); i64(s, 5, now);
+    run(s);
+    long long key = sqlite3_last_insert_rowid(db);
+    s = stmt(SQL_ADD_ALIAS);
+    text(s, 1, tenant); text(s, 2, id); i64(s, 3, key);
+    run(s);
+    return key;
+}
+
+static void merged_props(char *buf, size_t n, const char *from, const char *shape, long long moved) {
+    snprintf(buf, n, "{\"from\":\"%s\",\"shape\":\"%s\",\"eventsMoved\":%lld}", from, shape, moved);
+}
+
+/* ---- One request of each kind, as the writer job runs it ---- */
+
+/* Operations.identify → Merger.merge, rename shape, then SubscriberController.reply. */
+static void identify_rename(long long anon_index, const char *external_id) {
+    char anon[40], client_id[80], props[160];
+    long long now = wall_ms();
+    snprintf(anon, sizeof anon, "anon_%021lld", anon_index);
+    exec("SAVEPOINT \"job\"");
+    int found;
+    alias_key(external_id, &found);
+    if (found) die("external id exists");
+    long long key = alias_key(anon, &found);
+    if (!found) { fprintf(stderr, "anon pool exhausted at %lld\n", anon_index); exit(1); }
+    Sub r;
+    load_sub(key, &r);
+    if (!r.anonymous) { fprintf(stderr, "%s is not anonymous\n", anon); exit(1); }
+    snprintf(r.id, sizeof r.id, "%s", external_id);
+    r.anonymous = 0;
+    sqlite3_stmt *s = stmt(SQL_ADD_ALIAS);
+    text(s, 1, tenant); text(s, 2, external_id); i64(s, 3, key);
+    run(s);
+    snprintf(client_id, sizeof client_id, "$subscriber.merged:%s", anon);
+    merged_props(props, sizeof props, anon, "rename", 0);
+    if (insert_event(key, r.last_seq + 1, client_id, "$subscriber.merged", now, props)) {
+        r.last_seq++;
+        r.event_count++;
+    }
+    r.updated_at = now;
+    update_sub(&r);
+    snapshot(&r);
+    exec("RELEASE SAVEPOINT \"job\"");
+}
+
+/* Operations.ingest: resolve the subscriber, insert each event, update the counters once. */
+static long long event_serial;
+static void ingest(const char *person, int count) {
+    char client_id[64];
+    long long now = wall_ms();
+    exec("SAVEPOINT \"job\"");
+    int found;
+    long long key = alias_key(person, &found);
+    if (!found) die("person missing");
+    Sub r;
+    load_sub(key, &r);
+    int accepted = 0;
+    for (int i = 0; i < count; i++) {
+        snprintf(client_id, sizeof client_id, "c-ev-%lld", ++event_serial);
+        if (insert_event(key, r.last_seq + 1, client_id, "screen_view", now, "{\"screen\":\"home\",\"index\":7}")) {
+            r.last_seq++;
+            accepted++;
+        }
+    }
+    r.event_count += accepted;
+    r.updated_at = now;
+    update_sub(&r);
+    exec("RELEASE SAVEPOINT \"job\"");
+}
+
+/* GET /v1/subscribers/{id}: auth (key + tenant), alias → row, snapshot; in a read transaction. */
+static void get_subscriber(const char *key_hash, const char *person) {
+    exec("BEGIN DEFERRED TRANSACTION");
+    sqlite3_stmt *s = stmt(SQL_API_KEY); text(s, 1, key_hash); run(s);
+    s = stmt(SQL_TENANT); text(s, 1, tenant); run(s);
+    int found;
+    long long key = alias_key(person, &found);
+    if (!found) die("person missing");
+    Sub r;
+    load_sub(key, &r);
+    snapshot(&r);
+    exec("COMMIT TRANSACTION");
+}
+
+/* ---- seed ---- */
+
+static void seed(long long people, long long anon, long long big, long long big_events) {
+    long long now = wall_ms();
+    char id[64], props[160], client_id[64];
+    exec("BEGIN IMMEDIATE");
+    for (long long i = 0; i < people; i++) {
+        snprintf(id, sizeof id, "user_%06lld", i);
+        long long key = insert_sub(id, 0, now);
+        merged_props(props, sizeof props, "anon_seed", "link", 0);
+        insert_event(key, 1, "$subscriber.merged:seed", "$subscriber.merged", now, props);
+        sqlite3_stmt *s = stmt(SQL_UPDATE_SUBSCRIBER);
+        text(s, 1, id); i64(s, 2, 0); i64(s, 3, 0); sqlite3_bind_null(s, 4); i64(s, 5, 0);
+        i64(s, 6, 1); i64(s, 7, 1); i64(s, 8, now); i64(s, 9, key);
+        run(s);
+    }
+    for (long long i = 0; i < anon; i++) {
+        snprintf(id, sizeof id, "anon_%021lld", i);
+        insert_sub(id, 1, now);
+    }
+    for (long long b = 0; b < big; b++) {
+        snprintf(id, sizeof id, "anon_big%018lld", b);
+        long long key = insert_sub(id, 1, now);
+        for (long long e = 1; e <= big_events; e++) {
+            snprintf(client_id, sizeof client_id, "big-%lld-%lld", b, e);
+            insert_event(key, e, client_id, "screen_view", now - (big_events - e), "{\"screen\":\"home\",\"index\":7}");
+        }
+        sqlite3_stmt *s = stmt(SQL_UPDATE_SUBSCRIBER);
+        text(s, 1, id); i64(s, 2, 1); i64(s, 3, 0); sqlite3_bind_null(s, 4); i64(s, 5, 0);
+        i64(s, 6, big_events); i64(s, 7, big_events); i64(s, 8, now); i64(s, 9, key);
+        run(s);
+    }
+    exec("COMMIT");
+    exec("ANALYZE");
+    exec("PRAGMA wal_checkpoint(TRUNCATE)");
+}
+
+/* ---- bench ---- */
+
+static long long anon_next;
+static long long ext_serial;
+
+static double bench_identify(double seconds, int per_txn) {
+    char ext[64];
+    long long done = 0;
+    double start = now_s(), end = start + seconds;
+    while (now_s() < end) {
+        exec("BEGIN IMMEDIATE TRANSACTION");
+        for (int i = 0; i < per_txn; i++) {
+            snprintf(ext, sizeof ext, "c-person-%lld", ++ext_serial);
+            identify_rename(anon_next++, ext);
+        }
+        exec("COMMIT TRANSACTION");
+        done += per_txn;
+    }
+    return done / (now_s() - start);
+}
+
+static double bench_events(double seconds, int per_txn, int batch, long long people) {
+    char person[32];
+    long long done = 0;
+    double start = now_s(), end = start + seconds;
+    while (now_s() < end) {
+        exec("BEGIN IMMEDIATE TRANSACTION");
+        for (int i = 0; i < per_txn; i++) {
+            snprintf(person, sizeof person, "user_%06lld", (long long)(random() % people));
+            ingest(person, batch);
+        }
+        exec("COMMIT TRANSACTION");
+        done += (long long)per_txn * batch;
+    }
+    return done / (now_s() - start);
+}
+
+static double bench_get(double seconds, long long people, const char *key_hash) {
+    char person[32];
+    long long done = 0;
+    double start = now_s(), end = start + seconds;
+    while (now_s() < end) {
+        for (int i = 0; i < 256; i++) {
+            snprintf(person, sizeof person, "user_%06lld", (long long)(random() % people));
+            get_subscriber(key_hash, person);
+        }
+        done += 256;
+    }
+    return done / (now_s() - start);
+}
+
+static double bench_pk(double seconds, long long people) {
+    long long done = 0;
+    double start = now_s(), end = start + seconds;
+    exec("BEGIN DEFERRED TRANSACTION");
+    while (now_s() < end) {
+        for (int i = 0; i < 1024; i++) {
+            Sub r;
+            load_sub(1 + random() % people, &r);
+        }
+        done += 1024;
+    }
+    exec("COMMIT TRANSACTION");
+    return done / (now_s() - start);
+}
+
+/* The copy statement alone, in its own transaction (with its commit), onto person `target`. */
+static double bench_copy(long long big_index, long long target_index, int full_absorb) {
+    char anon[40], person[32];
+    snprintf(anon, sizeof anon, "anon_big%018lld", big_index);
+    snprintf(person, sizeof person, "user_%06lld", target_index);
+    int found;
+    double start = now_s();
+    exec("BEGIN IMMEDIATE TRANSACTION");
+    if (full_absorb) exec("SAVEPOINT \"job\"");
+    long long target_key = alias_key(person, &found);
+    long long source_key = alias_key(anon, &found);
+    Sub t, src;
+    load_sub(target_key, &t);
+    load_sub(source_key, &src);
+    sqlite3_stmt *s = stmt(SQL_COPY_EVENTS);
+    i64(s, 1, t.key); i64(s, 2, src.key); i64(s, 3, t.last_seq);
+    run(s);
+    long long moved = sqlite3_changes(db);
+    if (full_absorb) {
+        /* Merger.absorb after the copy, then the marker event, update, snapshot. */
+        t.last_seq += moved; t.event_count += moved;
+        s = stmt(SQL_MOVE_PUSH); i64(s, 1, t.key); i64(s, 2, src.key); run(s);
+        s = stmt(SQL_EVICT_PUSH); i64(s, 1, t.key); i64(s, 2, 20); run(s);
+        s = stmt(SQL_PREFS); i64(s, 1, t.key); run(s);
+        s = stmt(SQL_PREFS); i64(s, 1, src.key); run(s);
+        s = stmt(SQL_ATTRIBUTES); i64(s, 1, t.key); run(s);
+        s = stmt(SQL_ATTRIBUTES); i64(s, 1, src.key); run(s);
+        s = stmt(SQL_DEVICES); i64(s, 1, src.key); run(s);
+        s = stmt(SQL_REASSIGN_ALIASES); i64(s, 1, t.key); i64(s, 2, src.key); run(s);
+        s = stmt(SQL_DELETE_SUBSCRIBER); i64(s, 1, src.key); run(s);
+        char client_id[80], props[160];
+        snprintf(client_id, sizeof client_id, "$subscriber.merged:%s", anon);
+        merged_props(props, sizeof props, anon, "absorb", moved);
+        if (insert_event(t.key, t.last_seq + 1, client_id, "$subscriber.merged", wall_ms(), props)) {
+            t.last_seq++; t.event_count++;
+        }
+        update_sub(&t);
+        snapshot(&t);
+        exec("RELEASE SAVEPOINT \"job\"");
+    }
+    exec("COMMIT TRANSACTION");
+    if (moved < 1) die("nothing copied");
+    return (now_s() - start) * 1000;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4) {
+        fprintf(stderr, "usage: sqlite_ceiling seed DB TENANT PEOPLE ANON BIG BIG_EVENTS\n"
+                        "       sqlite_ceiling bench DB TENANT SECONDS PEOPLE ANON_FROM KEY_HASH BIG SCENARIOS\n");
+        return 2;
+    }
+    if (sqlite3_open(argv[2], &db) != SQLITE_OK) die("open");
+    tenant = argv[3];
+    sqlite3_busy_timeout(db, 5000);
+    exec("PRAGMA foreign_keys = ON");
+    exec("PRAGMA journal_mode = WAL");
+    exec("PRAGMA synchronous = FULL");
+    if (!strcmp(argv[1], "seed") && argc == 8) {
+        seed(atoll(argv[4]), atoll(argv[5]), atoll(argv[6]), atoll(argv[7]));
+        printf("seeded\n");
+    } else if (!strcmp(argv[1], "bench") && argc == 10) {
+        double seconds = atof(argv[4]);
+        long long people = atoll(argv[5]);
+        anon_next = atoll(argv[6]);
+        const char *key_hash = argv[7];
+        int big = atoi(argv[8]);
+        const char *which = argv[9]; /* comma-separated: identify,events,get,copy */
+        srandom(42);
+        /* The server checkpoints off the request path; do the same so WAL growth is comparable. */
+        exec("PRAGMA wal_autocheckpoint = 0");
+        if (strstr(which, "identify")) {
+            printf("identify_1txn %.0f req/s\n", bench_identify(seconds, 1));
+            exec("PRAGMA wal_checkpoint(PASSIVE)");
+            printf("identify_group64 %.0f req/s\n", bench_identify(seconds, 64));
+            exec("PRAGMA wal_checkpoint(PASSIVE)");
+        }
+        if (strstr(which, "events")) {
+            printf("events_group64x50 %.0f events/s\n", bench_events(seconds, 64, 50, people));
+            exec("PRAGMA wal_checkpoint(PASSIVE)");
+        }
+        if (strstr(which, "get")) {
+            printf("get_subscriber %.0f req/s\n", bench_get(seconds, people, key_hash));
+            printf("pk_lookup %.0f lookups/s\n", bench_pk(seconds, people));
+        }
+        if (strstr(which, "copy")) {
+            for (int b = 0; b < big / 2; b++) {
+                printf("copy_10k %.1f ms\n", bench_copy(b, 100 + b, 0));
+                exec("PRAGMA wal_checkpoint(PASSIVE)");
+            }
+            for (int b = big / 2; b < big; b++) {
+                printf("absorb_10k_full %.1f ms\n", bench_copy(b, 200 + b, 1));
+                exec("PRAGMA wal_checkpoint(PASSIVE)");
+            }
+        }
+    } else {
+        fprintf(stderr, "bad arguments\n");
+        return 2;
+    }
+    for (int i = 0; i < MAX_STMTS && cache[i].sql; i++) sqlite3_finalize(cache[i].stmt);
+    sqlite3_close(db);
+    return 0;
+}

@@ -1,0 +1,88 @@
+"""Reads bench/out/<run>/results.tsv and prints the medians, ratios and goals as a Markdown table."""
+import statistics
+import sys
+from collections import defaultdict
+
+rows = defaultdict(list)
+for line in open(f"{sys.argv[1]}/results.tsv"):
+    scenario, who, run, value, p99, errors = line.rstrip("\n").split("\t")
+    rows[(scenario, who)].append((float(value), float(p99), int(errors)))
+
+
+def med(scenario, who, index=0):
+    values = [r[index] for r in rows.get((scenario, who), [])]
+    return statistics.median(values) if values else None
+
+
+def errs(scenario, who):
+    return sum(r[2] for r in rows.get((scenario, who), []))
+
+
+def n(scenario, who):
+    return len(rows.get((scenario, who), []))
+
+
+table = []
+
+
+def add(figure, ours, ceiling, ratio, goal, met, note=""):
+    table.append((figure, ours, ceiling, ratio, goal, met, note))
+
+
+def fmt(v, unit=""):
+    if v is None:
+        return "–"
+    return (f"{v:,.0f}" if abs(v) >= 100 else f"{v:.2f}" if abs(v) < 10 else f"{v:.1f}") + unit
+
+
+def ratio_row(figure, ours, ceiling, goal, higher=True, unit=" req/s", cunit=None, note=""):
+    if ours is None or ceiling is None:
+        return
+    r = ours / ceiling
+    met = r >= goal if higher else r <= goal
+    add(figure, fmt(ours, unit), fmt(ceiling, cunit or unit), f"{r:.2f}", ("≥ " if higher else "≤ ") + f"{goal}", "yes" if met else "**no**", note)
+
+
+for c in (64, 256):
+    s = f"healthz_c{c}"
+    ratio_row(f"GET /healthz, {c} conns vs nginx", med(s, "buzzkit"), med(s, "nginx"), 0.8,
+              note=f"p99 {fmt(med(s, 'buzzkit', 1))} ms (nginx {fmt(med(s, 'nginx', 1))} ms); errors {errs(s, 'buzzkit')}")
+
+one, grouped = med("ceiling_identify_1txn", "sqlite"), med("ceiling_identify_group64", "sqlite")
+ours = med("identify_c64", "buzzkit")
+if ours is not None:
+    ratio_row("POST /v1/identify rename, 64 conns vs SQLite 64/txn", ours, grouped, 0.5,
+              note=f"errors {errs('identify_c64', 'buzzkit')}")
+    ratio_row("  … SQLite 64/txn vs 1 txn/request (FULL)", grouped, one, 2)
+    p99 = med("identify_c64", "buzzkit", 1)
+    add("  … identify p99 at 64 conns", fmt(p99, " ms"), "", "", "< 10 ms", "yes" if p99 < 10 else "**no**")
+    ratio_row("  … ours vs SQLite 1 txn/request", ours, one, 2, note="(for scale)")
+
+get, health = med("get_c64", "buzzkit"), med("healthz_c64", "buzzkit")
+ratio_row("GET /v1/subscribers/{id}, 64 conns vs our /healthz", get, health, 0.5,
+          note=f"p99 {fmt(med('get_c64', 'buzzkit', 1))} ms; SQLite alone does {fmt(med('ceiling_get_subscriber', 'sqlite'))}/s of the same reads on 1 thread")
+
+ev = med("events_c64", "buzzkit")
+if ev is not None:
+    ratio_row("POST /v1/events ×50, 64 conns vs SQLite 64×50/txn", ev * 50, med("ceiling_events_group64x50", "sqlite"), 0.5,
+              unit=" ev/s", note=f"p99 {fmt(med('events_c64', 'buzzkit', 1))} ms; errors {errs('events_c64', 'buzzkit')}")
+
+absorb, copy = med("absorb_10k", "buzzkit"), med("ceiling_copy_10k", "sqlite")
+ratio_row("absorb 10,000 events vs raw copy", absorb, copy, 2, higher=False, unit=" ms",
+          note=f"SQLite alone, the whole absorb: {fmt(med('ceiling_absorb_10k_full', 'sqlite'), ' ms')}")
+bg = [v for v in (med("absorb_bg_identify", "buzzkit", 1), med("absorb_bg_get", "buzzkit", 1)) if v is not None]
+if bg:
+    add("  … others' p99 meanwhile (identify / GET)", " / ".join(fmt(v, " ms") for v in bg), "", "", "< 50 ms",
+        "yes" if max(bg) < 50 else "**no**")
+
+per = med("idle_rss_per_conn", "buzzkit")
+if per is not None:
+    add("10,000 idle keep-alive conns: RSS each", fmt(per, " B"), "", "", "≤ 8192 B", "yes" if per <= 8192 else "**no**")
+    ratio_row("  … /healthz 64 conns meanwhile vs without", med("healthz_c64_with_idle", "buzzkit"), health, 0.9)
+
+print("| figure | ours | ceiling | ratio | goal | met | notes |")
+print("|---|---|---|---|---|---|---|")
+for row in table:
+    print("| " + " | ".join(row) + " |")
+print()
+print("medians over each figure's runs (RUNS per scenario; the copy ceiling has 3 per run); raw: results.tsv")

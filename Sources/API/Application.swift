@@ -36,6 +36,9 @@ package struct Route: Sendable {
     /// The `operationId` of this endpoint in `/openapi.json`.
     package var operationID: String
     package var handler: @Sendable (RequestContext) throws -> Outcome
+    /// Writes that change keys or tenants: authentication caches records for a second, and these
+    /// must apply to the very next request (a revoked key stops at once).
+    package var changesAuthentication = false
 }
 
 /// Settings of the application layer (the HTTP server has its own).
@@ -146,9 +149,7 @@ package final class Application: Responder {
             case .reply(let reply):
                 finish(render(reply, requestID: requestID), routeName, tenant)
             case .write(let job):
-                // Tenant and key changes must apply to the very next request, not after the
-                // auth cache's TTL: drop the cache once they are committed.
-                let changesAuth = route.path.hasPrefix("/v1/tenant")
+                let changesAuth = route.changesAuthentication
                 store.write(job) { [self] result in
                     if changesAuth { authenticator.cache.invalidate() }
                     switch result {

@@ -9,8 +9,10 @@ struct KeyController {
     var routes: [Route] {
         [
             Route(method: .GET, path: "/v1/keys", access: .backend, operationID: "listKeys", handler: list),
-            Route(method: .POST, path: "/v1/keys", access: .backend, operationID: "createKey", handler: create),
-            Route(method: .DELETE, path: "/v1/keys/:id", access: .backend, operationID: "revokeKey", handler: revoke),
+            Route(method: .POST, path: "/v1/keys", access: .backend, operationID: "createKey", handler: create,
+                changesAuthentication: true),
+            Route(method: .DELETE, path: "/v1/keys/:id", access: .backend, operationID: "revokeKey", handler: revoke,
+                changesAuthentication: true),
         ]
     }
 

@@ -9,15 +9,17 @@ struct TenantController {
 
     var routes: [Route] {
         [
-            Route(method: .POST, path: "/v1/tenants", access: .workspace, operationID: "createTenant", handler: create),
+            Route(method: .POST, path: "/v1/tenants", access: .workspace, operationID: "createTenant", handler: create,
+                changesAuthentication: true),
             Route(method: .GET, path: "/v1/tenant", access: .backend, operationID: "getTenant", handler: get),
-            Route(method: .PATCH, path: "/v1/tenant", access: .backend, operationID: "updateTenant", handler: update),
+            Route(method: .PATCH, path: "/v1/tenant", access: .backend, operationID: "updateTenant", handler: update,
+                changesAuthentication: true),
             Route(
                 method: .GET, path: "/v1/tenant/identity-secret", access: .backend, operationID: "getIdentitySecret",
                 handler: identitySecret),
             Route(
                 method: .POST, path: "/v1/tenant/identity-secret/rotate", access: .backend,
-                operationID: "rotateIdentitySecret", handler: rotate),
+                operationID: "rotateIdentitySecret", handler: rotate, changesAuthentication: true),
         ]
     }
 

@@ -184,8 +184,12 @@ package final class EventLoop: @unchecked Sendable {
         let fd = Int32(bitPattern: UInt32(truncatingIfNeeded: data))
         let generation = UInt32(truncatingIfNeeded: data >> 32)
         if generation == 0 {
-            wakeupPending.store(false, ordering: .releasing)
+            // Drain first, then clear: an `execute` between the two finds the flag still set and
+            // skips its signal, but its task is queued before `runTasks` below, so it still runs.
+            // The other order let a signal be drained with the flag left set, and no later
+            // `execute` ever woke the loop again (shutdown hung in `stop`).
             try? EventFD.drain(wakeFD)
+            wakeupPending.store(false, ordering: .releasing)
             return
         }
         let readiness = Readiness(mask: event.events)

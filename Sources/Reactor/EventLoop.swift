@@ -184,10 +184,10 @@ package final class EventLoop: @unchecked Sendable {
         let fd = Int32(bitPattern: UInt32(truncatingIfNeeded: data))
         let generation = UInt32(truncatingIfNeeded: data >> 32)
         if generation == 0 {
-            // Drain first, then clear: an `execute` between the two finds the flag still set and
-            // skips its signal, but its task is queued before `runTasks` below, so it still runs.
-            // The other order let a signal be drained with the flag left set, and no later
-            // `execute` ever woke the loop again (shutdown hung in `stop`).
+            // Drain before clearing the flag. The other order loses a wake-up: an `execute` between
+            // the two would set the flag and signal, the drain would eat the signal, and a later
+            // `execute` would see the flag still set and not signal, while the loop goes back to
+            // sleep in epoll_wait with its task queued.
             try? EventFD.drain(wakeFD)
             wakeupPending.store(false, ordering: .releasing)
             return

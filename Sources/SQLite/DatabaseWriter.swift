@@ -171,7 +171,8 @@ package final class DatabaseWriter: Sendable {
     /// <https://www.sqlite.org/wal.html#automatic_checkpoint>), then runs a `PASSIVE` checkpoint
     /// on the writer thread once `every` has passed since the last one and something was
     /// committed, preferably when no job is queued (at the latest after `2 × every`, so steady
-    /// load cannot starve it). Passive never waits for readers.
+    /// load cannot starve it). Passive never waits for readers. Also sets
+    /// `PRAGMA journal_size_limit` to 64 MiB so a WAL grown past it shrinks again.
     /// - Parameter every: Minimum time between checkpoints.
     package func checkpointInBackground(every: Duration) {
         shared.withLock { $0.checkpointInterval = every }
@@ -247,6 +248,10 @@ package final class DatabaseWriter: Sendable {
                 if interval != nil && !autoCheckpointDisabled {
                     autoCheckpointDisabled = true
                     try? database.execute("PRAGMA wal_autocheckpoint = 0")
+                    // SQLite reuses a reset WAL file but never shrinks it: one long reader (a
+                    // `buzzkit backup` pins its snapshot) left a WAL of 1.5 GB on disk for good.
+                    // With a limit, the file is truncated to it when the log next restarts.
+                    try? database.execute("PRAGMA journal_size_limit = \(64 << 20)")
                 }
                 if batch.isEmpty && closing { break }
                 var remaining = batch[...]

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Glibc
 import Reactor
 import Synchronization
@@ -16,6 +17,40 @@ import Testing
             loop.execute { done.signal() }
             #expect(done.wait(timeout: .now() + 2) == .success)
             #expect(monotonicNanoseconds() - start < 50_000_000)
+        }
+    }
+
+    /// A wake-up that arrives while the loop is consuming the previous one must not be lost:
+    /// clearing the pending flag before draining the eventfd left the flag set with no signal
+    /// queued, so every later `execute` (the shutdown's `stop` included) waited forever.
+    @Test func concurrentExecutesNeverLoseAWakeup() throws {
+        let loop = try EventLoop(name: "wakeups")
+        loop.start()
+        var lost = false
+        // With the bug the loop can no longer be woken, so `stop` would wait forever: leak it.
+        defer { if !lost { loop.stop() } }
+        for round in 0..<20 {
+            // Executes from several threads at once race the loop's handling of each wake-up.
+            let ran = Atomic<Int>(0)
+            let threads = (0..<4).map { _ in
+                Thread {
+                    for _ in 0..<20_000 { loop.execute { ran.add(1, ordering: .relaxed) } }
+                }
+            }
+            for thread in threads { thread.start() }
+            while ran.load(ordering: .relaxed) < 80_000 {
+                let before = ran.load(ordering: .relaxed)
+                usleep(200_000)
+                if ran.load(ordering: .relaxed) == before, threads.allSatisfy({ $0.isFinished }) { break }
+            }
+            // Then, with the loop idle, a lone execute must still run.
+            let done = DispatchSemaphore(value: 0)
+            loop.execute { done.signal() }
+            if done.wait(timeout: .now() + 2) != .success {
+                lost = true
+                Issue.record("round \(round): a lone execute never ran (the wake-up was lost); \(ran.load(ordering: .relaxed)) of 80000 ran")
+                return
+            }
         }
     }
 

@@ -69,7 +69,7 @@ let package = Package(
             name: "APITests", dependencies: ["API", "TestSupport", "JSON", "HTTPServer"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "EndToEndTests", dependencies: ["CLI", "TestSupport", "JSON", "HTTP1"],
+            name: "EndToEndTests", dependencies: ["CLI", "TestSupport", "Identity", "JSON", "HTTP1"],
             swiftSettings: swiftSettings),
     ]
 )

@@ -150,6 +150,12 @@ func run(_ arguments: [String]) throws {
 
 do {
     try run(Array(CommandLine.arguments.dropFirst()))
+} catch let error as SQLiteError where error.isReadOnly || error.code == 14 /* SQLITE_CANTOPEN */ {
+    // The operator's fix is file permissions, not SQL: say that, without the statement.
+    printError(
+        "buzzkit: cannot write the database (\(error.message), SQLite code \(error.extendedCode)). "
+            + "buzzkit needs write access to the database file and its folder: the WAL and -shm files live beside it.")
+    exit(1)
 } catch let error as CLIError {
     printError("buzzkit: \(error.message)")
     exit(error.status)

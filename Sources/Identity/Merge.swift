@@ -115,7 +115,8 @@ package enum Merger {
             try ctx.upsertDevice(key: target.key, device)
         }
         try ctx.reassignAliases(from: source.key, to: target.key)
-        try ctx.deleteSubscriber(key: source.key)
+        // Not deleteSubscriber: its events (all copied above) go later, off this transaction.
+        try ctx.retireSubscriber(key: source.key)
         return moved
     }
 }

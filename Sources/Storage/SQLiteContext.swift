@@ -6,6 +6,8 @@ import SQLite
 /// through the connection's statement cache; every lookup uses an index (see migrations/).
 struct SQLiteContext: IdentityWriteContext {
     let db: Database
+    /// Called when a subscriber is retired, so the store schedules the deletion of its events.
+    var onRetire: (() -> Void)? = nil
 
     // MARK: - Tenancy
 
@@ -124,7 +126,7 @@ struct SQLiteContext: IdentityWriteContext {
         """
 
     func subscriber(key: Int64) throws -> SubscriberRecord? {
-        try db.queryOne("SELECT \(Self.subscriberColumns) FROM subscribers WHERE key = ?", [key])
+        try db.queryOne("SELECT \(Self.subscriberColumns) FROM subscribers WHERE key = ? AND retired = 0", [key])
             .map(Self.subscriberRecord)
     }
 
@@ -144,6 +146,7 @@ struct SQLiteContext: IdentityWriteContext {
             """
             SELECT \(Self.subscriberColumns) FROM subscribers
             WHERE tenant_id = ? AND key > ? AND (?3 IS NULL OR anonymous = ?3) AND (?4 IS NULL OR verified = ?4)
+                AND retired = 0
             ORDER BY key LIMIT ?5
             """, [tenantID, afterKey, anonymous, verified, limit]
         ).map(Self.subscriberRecord)
@@ -153,7 +156,7 @@ struct SQLiteContext: IdentityWriteContext {
         let row = try db.queryOne(
             """
             SELECT count(*), coalesce(sum(verified), 0) FROM subscribers
-            WHERE tenant_id = ? AND anonymous = 0
+            WHERE tenant_id = ? AND anonymous = 0 AND retired = 0
             """, [tenantID])
         return (Int(row?.int(0) ?? 0), Int(row?.int(1) ?? 0))
     }
@@ -195,6 +198,39 @@ struct SQLiteContext: IdentityWriteContext {
     func deleteSubscriber(key: Int64) throws {
         // Child rows go by ON DELETE CASCADE (foreign keys are on for every connection).
         try db.execute("DELETE FROM subscribers WHERE key = ?", [key])
+    }
+
+    func retireSubscriber(key: Int64) throws {
+        // Everything but the events goes now (a handful of rows). The row stays, marked and
+        // renamed so its id is free again, until `purgeRetired(limit:)` has deleted its events:
+        // it keeps the key from being reused while events still carry it.
+        try db.execute("DELETE FROM aliases WHERE subscriber_key = ?", [key])
+        try db.execute("DELETE FROM attributes WHERE subscriber_key = ?", [key])
+        try db.execute("DELETE FROM push_subscriptions WHERE subscriber_key = ?", [key])
+        try db.execute("DELETE FROM preferences WHERE subscriber_key = ?", [key])
+        try db.execute("DELETE FROM devices WHERE subscriber_key = ?", [key])
+        try db.execute(
+            "UPDATE subscribers SET retired = 1, id = '$retired:' || key, email = NULL WHERE key = ?", [key])
+        onRetire?()
+    }
+
+    /// Deletes up to `limit` events of one retired subscriber, and the subscriber row once it has
+    /// none left. The store runs it as its own small write job, so a big absorb's events leave
+    /// over many groups instead of inside the merge's.
+    /// - Returns: false when no retired subscriber was left to work on.
+    func purgeRetired(limit: Int) throws -> Bool {
+        guard let key = try db.queryOne("SELECT key FROM subscribers WHERE retired = 1 LIMIT 1")?.int(0) else {
+            return false
+        }
+        try db.execute(
+            """
+            DELETE FROM events WHERE subscriber_key = ?1 AND seq IN (
+                SELECT seq FROM events WHERE subscriber_key = ?1 ORDER BY seq LIMIT ?2)
+            """, [key, limit])
+        if db.changes < limit {
+            try db.execute("DELETE FROM subscribers WHERE key = ? AND retired = 1", [key])
+        }
+        return true
     }
 
     // MARK: - Attributes

@@ -23,6 +23,9 @@ package protocol IdentityReadContext {
     /// The subscriber that `alias` (any id it ever had) reaches in this tenant.
     func subscriberKey(tenantID: String, alias: String) throws -> Int64?
     func subscriber(key: Int64) throws -> SubscriberRecord?
+    /// The subscriber that `alias` reaches in this tenant: `subscriberKey` then `subscriber(key:)`
+    /// in one lookup.
+    func subscriber(tenantID: String, alias: String) throws -> SubscriberRecord?
     func attributes(key: Int64) throws -> [(name: String, entry: AttributeEntry)]
     /// Every id of the subscriber except its current one, oldest first.
     func aliases(key: Int64, excluding current: String) throws -> [String]

@@ -117,25 +117,39 @@ struct SQLiteContext: IdentityWriteContext {
     // MARK: - Subscribers and aliases
 
     func subscriberKey(tenantID: String, alias: String) throws -> Int64? {
-        try db.queryOne("SELECT subscriber_key FROM aliases WHERE tenant_id = ? AND alias = ?", [tenantID, alias])?
-            .int(0)
+        try db.queryOne("SELECT subscriber_key FROM aliases WHERE tenant_id = ? AND alias = ?", [tenantID, alias]) {
+            $0.int(at: 0)
+        } ?? nil
     }
 
+    // The hot statements below are built once: interpolating on every call would allocate a new
+    // string and make the statement cache compare it byte by byte.
     private static let subscriberColumns = """
         key, tenant_id, id, anonymous, verified, email, email_subscribed, last_seq, event_count, created_at, updated_at
         """
+    private static let subscriberByKeySQL = "SELECT \(subscriberColumns) FROM subscribers WHERE key = ? AND retired = 0"
+    private static let subscriberByAliasSQL = """
+        SELECT s.key, s.tenant_id, s.id, s.anonymous, s.verified, s.email, s.email_subscribed, s.last_seq,
+            s.event_count, s.created_at, s.updated_at
+        FROM aliases AS a JOIN subscribers AS s ON s.key = a.subscriber_key
+        WHERE a.tenant_id = ? AND a.alias = ? AND s.retired = 0
+        """
 
     func subscriber(key: Int64) throws -> SubscriberRecord? {
-        try db.queryOne("SELECT \(Self.subscriberColumns) FROM subscribers WHERE key = ? AND retired = 0", [key])
-            .map(Self.subscriberRecord)
+        try db.queryOne(Self.subscriberByKeySQL, [key], read: Self.subscriberRecord)
     }
 
-    private static func subscriberRecord(_ row: Row) -> SubscriberRecord {
+    func subscriber(tenantID: String, alias: String) throws -> SubscriberRecord? {
+        // One statement for the alias lookup and the row: every request that names a subscriber runs it.
+        try db.queryOne(Self.subscriberByAliasSQL, [tenantID, alias], read: Self.subscriberRecord)
+    }
+
+    private static func subscriberRecord(_ row: Statement) -> SubscriberRecord {
         SubscriberRecord(
-            key: row.int(0) ?? 0, tenantID: row.string(1) ?? "", id: row.string(2) ?? "",
-            anonymous: row.bool(3) ?? false, verified: row.bool(4) ?? false, email: row.string(5),
-            emailSubscribed: row.bool(6) ?? false, lastSeq: row.int(7) ?? 0, eventCount: row.int(8) ?? 0,
-            createdAt: Timestamp(millis: row.int(9) ?? 0), updatedAt: Timestamp(millis: row.int(10) ?? 0))
+            key: row.int(at: 0) ?? 0, tenantID: row.string(at: 1) ?? "", id: row.string(at: 2) ?? "",
+            anonymous: row.bool(at: 3) ?? false, verified: row.bool(at: 4) ?? false, email: row.string(at: 5),
+            emailSubscribed: row.bool(at: 6) ?? false, lastSeq: row.int(at: 7) ?? 0, eventCount: row.int(at: 8) ?? 0,
+            createdAt: Timestamp(millis: row.int(at: 9) ?? 0), updatedAt: Timestamp(millis: row.int(at: 10) ?? 0))
     }
 
     func listSubscribers(
@@ -148,8 +162,7 @@ struct SQLiteContext: IdentityWriteContext {
             WHERE tenant_id = ? AND key > ? AND (?3 IS NULL OR anonymous = ?3) AND (?4 IS NULL OR verified = ?4)
                 AND retired = 0
             ORDER BY key LIMIT ?5
-            """, [tenantID, afterKey, anonymous, verified, limit]
-        ).map(Self.subscriberRecord)
+            """, [tenantID, afterKey, anonymous, verified, limit], read: Self.subscriberRecord)
     }
 
     func subscriberCounts(tenantID: String) throws -> (identified: Int, verified: Int) {
@@ -187,8 +200,9 @@ struct SQLiteContext: IdentityWriteContext {
     }
 
     func aliases(key: Int64, excluding current: String) throws -> [String] {
-        try db.query("SELECT alias FROM aliases WHERE subscriber_key = ? AND alias <> ? ORDER BY alias", [key, current])
-            .compactMap { $0.string(0) }
+        try db.query("SELECT alias FROM aliases WHERE subscriber_key = ? AND alias <> ? ORDER BY alias", [key, current]) {
+            $0.string(at: 0)
+        }
     }
 
     func reassignAliases(from: Int64, to: Int64) throws {
@@ -236,13 +250,13 @@ struct SQLiteContext: IdentityWriteContext {
     // MARK: - Attributes
 
     func attributes(key: Int64) throws -> [(name: String, entry: AttributeEntry)] {
-        try db.query("SELECT name, value, set_by_backend FROM attributes WHERE subscriber_key = ? ORDER BY name", [key])
-            .compactMap { row in
-                guard let name = row.string(0), let text = row.string(1),
-                    let value = try? JSONParser.parse(Array(text.utf8), maxDepth: 64)
-                else { return nil }
-                return (name, AttributeEntry(value: value, setByBackend: row.bool(2) ?? false))
-            }
+        try db.query("SELECT name, value, set_by_backend FROM attributes WHERE subscriber_key = ? ORDER BY name", [key]) {
+            row -> (name: String, entry: AttributeEntry)? in
+            guard let name = row.string(at: 0), let text = row.string(at: 1),
+                let value = try? JSONParser.parse(Array(text.utf8), maxDepth: 64)
+            else { return nil }
+            return (name, AttributeEntry(value: value, setByBackend: row.bool(at: 2) ?? false))
+        }
     }
 
     func writeAttributes(key: Int64, _ changes: [(name: String, entry: AttributeEntry?)]) throws {
@@ -268,10 +282,10 @@ struct SQLiteContext: IdentityWriteContext {
             SELECT device_id, token, platform, created_at, updated_at FROM push_subscriptions
             WHERE subscriber_key = ? ORDER BY updated_at DESC, device_id
             """, [key]
-        ).map { row in
+        ) { row in
             PushSubscriptionRecord(
-                deviceID: row.string(0) ?? "", token: row.string(1) ?? "", platform: row.string(2) ?? "",
-                createdAt: Timestamp(millis: row.int(3) ?? 0), updatedAt: Timestamp(millis: row.int(4) ?? 0))
+                deviceID: row.string(at: 0) ?? "", token: row.string(at: 1) ?? "", platform: row.string(at: 2) ?? "",
+                createdAt: Timestamp(millis: row.int(at: 3) ?? 0), updatedAt: Timestamp(millis: row.int(at: 4) ?? 0))
         }
     }
 
@@ -321,10 +335,10 @@ struct SQLiteContext: IdentityWriteContext {
     func preferences(key: Int64) throws -> [PreferenceRecord] {
         try db.query(
             "SELECT topic, subscribed, updated_at FROM preferences WHERE subscriber_key = ? ORDER BY topic", [key]
-        ).map { row in
+        ) { row in
             PreferenceRecord(
-                topic: row.string(0) ?? "", subscribed: row.bool(1) ?? false,
-                updatedAt: Timestamp(millis: row.int(2) ?? 0))
+                topic: row.string(at: 0) ?? "", subscribed: row.bool(at: 1) ?? false,
+                updatedAt: Timestamp(millis: row.int(at: 2) ?? 0))
         }
     }
 
@@ -343,11 +357,11 @@ struct SQLiteContext: IdentityWriteContext {
             SELECT device_id, platform, app_version, os_version, model, locale, time_zone, last_seen_at
             FROM devices WHERE subscriber_key = ? ORDER BY last_seen_at DESC, device_id
             """, [key]
-        ).map { row in
+        ) { row in
             DeviceRecord(
-                deviceID: row.string(0) ?? "", platform: row.string(1), appVersion: row.string(2),
-                osVersion: row.string(3), model: row.string(4), locale: row.string(5), timeZone: row.string(6),
-                lastSeenAt: Timestamp(millis: row.int(7) ?? 0))
+                deviceID: row.string(at: 0) ?? "", platform: row.string(at: 1), appVersion: row.string(at: 2),
+                osVersion: row.string(at: 3), model: row.string(at: 4), locale: row.string(at: 5),
+                timeZone: row.string(at: 6), lastSeenAt: Timestamp(millis: row.int(at: 7) ?? 0))
         }
     }
 

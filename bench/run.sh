@@ -17,7 +17,7 @@ ONLY=${ONLY:-healthz,identify,get,events,absorb,idle}
 PEOPLE=50000           # identified subscribers in the database (the "grown to 50k")
 SPAN=90000             # anonymous ids reserved for one wrk identify run (2 threads × 45000)
 POOL=$((SPAN * (2 * RUNS + 2)))  # seeded anonymous subscribers, renamed by identify runs
-BIG=6                  # anonymous subscribers with BIG_EVENTS events each, for absorb
+BIG=$((RUNS < 3 ? 6 : 2 * RUNS))  # anonymous subscribers with BIG_EVENTS events each, for absorb (2 per run)
 BIG_EVENTS=10000
 IDLE=10000
 WORKSPACE_KEY=bk_ws_BenchBenchBenchBenchBenchBench12
@@ -205,6 +205,15 @@ if has absorb; then
         DUR=$DUR_SAVE
         record absorb_10k buzzkit "$run" "$ms" 0 0
         echo "  absorb_10k buzzkit #$run: $ms ms"
+        # The same absorb with no other traffic: what the server adds when it has the cores to itself.
+        sleep 1
+        anon=$(printf 'anon_big%018d' $((RUNS + run - 1)))
+        ms=$(curl -sf -o "$OUT/absorb-alone-$run.json" -w '%{time_total}' -X POST "$BASE/v1/identify" \
+            -H "Authorization: Bearer $CLIENT_KEY" -H 'Content-Type: application/json' \
+            -d "{\"externalId\":\"user_$(printf '%06d' $((400 + run)))\",\"anonymousId\":\"$anon\"}" | awk '{print $1 * 1000}')
+        grep -q '"shape":"absorb"' "$OUT/absorb-alone-$run.json" || echo "  WARNING: not an absorb"
+        record absorb_10k_alone buzzkit "$run" "$ms" 0 0
+        echo "  absorb_10k_alone buzzkit #$run: $ms ms"
     done
 fi
 

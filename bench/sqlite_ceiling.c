@@ -23,10 +23,14 @@
 #include <time.h>
 
 /* ---- SQL, verbatim from SQLiteContext.swift ---- */
-#define SQL_ALIAS_LOOKUP "SELECT subscriber_key FROM aliases WHERE tenant_id = ? AND alias = ?"
 #define SQL_SUBSCRIBER                                                                                         \
     "SELECT key, tenant_id, id, anonymous, verified, email, email_subscribed, last_seq, event_count, created_at, " \
-    "updated_at FROM subscribers WHERE key = ?"
+    "updated_at FROM subscribers WHERE key = ? AND retired = 0"
+#define SQL_SUBSCRIBER_BY_ALIAS                                                                                \
+    "SELECT s.key, s.tenant_id, s.id, s.anonymous, s.verified, s.email, s.email_subscribed, s.last_seq,\n"        \
+    "    s.event_count, s.created_at, s.updated_at\n"                                                               \
+    "FROM aliases AS a JOIN subscribers AS s ON s.key = a.subscriber_key\n"                                        \
+    "WHERE a.tenant_id = ? AND a.alias = ? AND s.retired = 0"
 #define SQL_ADD_ALIAS "INSERT INTO aliases (tenant_id, alias, subscriber_key) VALUES (?, ?, ?)"
 #define SQL_INSERT_SUBSCRIBER \
     "INSERT INTO subscribers (tenant_id, id, anonymous, created_at, updated_at) VALUES (?, ?, ?, ?, ?)"
@@ -63,7 +67,15 @@
     "    SELECT device_id FROM push_subscriptions WHERE subscriber_key = ?1\n"                     \
     "    ORDER BY updated_at DESC, device_id LIMIT -1 OFFSET ?2)"
 #define SQL_REASSIGN_ALIASES "UPDATE aliases SET subscriber_key = ? WHERE subscriber_key = ?"
-#define SQL_DELETE_SUBSCRIBER "DELETE FROM subscribers WHERE key = ?"
+/* retireSubscriber: the source's events stay for the background purge (not timed here). */
+static const char *const SQL_RETIRE[] = {
+    "DELETE FROM aliases WHERE subscriber_key = ?",
+    "DELETE FROM attributes WHERE subscriber_key = ?",
+    "DELETE FROM push_subscriptions WHERE subscriber_key = ?",
+    "DELETE FROM preferences WHERE subscriber_key = ?",
+    "DELETE FROM devices WHERE subscriber_key = ?",
+    "UPDATE subscribers SET retired = 1, id = '$retired:' || key, email = NULL WHERE key = ?",
+};
 
 static sqlite3 *db;
 static const char *tenant;
@@ -131,36 +143,13 @@ static int run(sqlite3_stmt *s) {
     return rows;
 }
 
-static long long one_int(sqlite3_stmt *s, int *found) {
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
-        *found = 1;
-        long long v = sqlite3_column_int64(s, 0);
-        run(s);
-        return v;
-    }
-    if (rc != SQLITE_DONE) die(sqlite3_sql(s));
-    *found = 0;
-    return 0;
-}
-
 typedef struct {
     long long key, last_seq, event_count, created_at, updated_at;
     int anonymous, verified, email_subscribed;
     char id[160];
 } Sub;
 
-static long long alias_key(const char *alias, int *found) {
-    sqlite3_stmt *s = stmt(SQL_ALIAS_LOOKUP);
-    text(s, 1, tenant);
-    text(s, 2, alias);
-    return one_int(s, found);
-}
-
-static void load_sub(long long key, Sub *r) {
-    sqlite3_stmt *s = stmt(SQL_SUBSCRIBER);
-    i64(s, 1, key);
-    if (sqlite3_step(s) != SQLITE_ROW) die("subscriber row");
+static void read_sub(sqlite3_stmt *s, Sub *r) {
     r->key = sqlite3_column_int64(s, 0);
     snprintf(r->id, sizeof r->id, "%s", (const char *)sqlite3_column_text(s, 2));
     r->anonymous = sqlite3_column_int(s, 3);
@@ -171,7 +160,29 @@ static void load_sub(long long key, Sub *r) {
     r->event_count = sqlite3_column_int64(s, 8);
     r->created_at = sqlite3_column_int64(s, 9);
     r->updated_at = sqlite3_column_int64(s, 10);
+}
+
+static void load_sub(long long key, Sub *r) {
+    sqlite3_stmt *s = stmt(SQL_SUBSCRIBER);
+    i64(s, 1, key);
+    if (sqlite3_step(s) != SQLITE_ROW) die("subscriber row");
+    read_sub(s, r);
     run(s);
+}
+
+/* ctx.subscriber(tenantID:alias:): the alias lookup and the row in one statement. */
+static int sub_by_alias(const char *alias, Sub *r) {
+    sqlite3_stmt *s = stmt(SQL_SUBSCRIBER_BY_ALIAS);
+    text(s, 1, tenant);
+    text(s, 2, alias);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        read_sub(s, r);
+        run(s);
+        return 1;
+    }
+    if (rc != SQLITE_DONE) die(sqlite3_sql(s));
+    return 0;
 }
 
 static void update_sub(const Sub *r) {
@@ -234,13 +245,10 @@ static void identify_rename(long long anon_index, const char *external_id) {
     long long now = wall_ms();
     snprintf(anon, sizeof anon, "anon_%021lld", anon_index);
     exec("SAVEPOINT \"job\"");
-    int found;
-    alias_key(external_id, &found);
-    if (found) die("external id exists");
-    long long key = alias_key(anon, &found);
-    if (!found) { fprintf(stderr, "anon pool exhausted at %lld\n", anon_index); exit(1); }
     Sub r;
-    load_sub(key, &r);
+    if (sub_by_alias(external_id, &r)) die("external id exists");
+    if (!sub_by_alias(anon, &r)) { fprintf(stderr, "anon pool exhausted at %lld\n", anon_index); exit(1); }
+    long long key = r.key;
     if (!r.anonymous) { fprintf(stderr, "%s is not anonymous\n", anon); exit(1); }
     snprintf(r.id, sizeof r.id, "%s", external_id);
     r.anonymous = 0;
@@ -265,11 +273,9 @@ static void ingest(const char *person, int count) {
     char client_id[64];
     long long now = wall_ms();
     exec("SAVEPOINT \"job\"");
-    int found;
-    long long key = alias_key(person, &found);
-    if (!found) die("person missing");
     Sub r;
-    load_sub(key, &r);
+    if (!sub_by_alias(person, &r)) die("person missing");
+    long long key = r.key;
     int accepted = 0;
     for (int i = 0; i < count; i++) {
         snprintf(client_id, sizeof client_id, "c-ev-%lld", ++event_serial);
@@ -289,11 +295,8 @@ static void get_subscriber(const char *key_hash, const char *person) {
     exec("BEGIN DEFERRED TRANSACTION");
     sqlite3_stmt *s = stmt(SQL_API_KEY); text(s, 1, key_hash); run(s);
     s = stmt(SQL_TENANT); text(s, 1, tenant); run(s);
-    int found;
-    long long key = alias_key(person, &found);
-    if (!found) die("person missing");
     Sub r;
-    load_sub(key, &r);
+    if (!sub_by_alias(person, &r)) die("person missing");
     snapshot(&r);
     exec("COMMIT TRANSACTION");
 }
@@ -406,15 +409,11 @@ static double bench_copy(long long big_index, long long target_index, int full_a
     char anon[40], person[32];
     snprintf(anon, sizeof anon, "anon_big%018lld", big_index);
     snprintf(person, sizeof person, "user_%06lld", target_index);
-    int found;
     double start = now_s();
     exec("BEGIN IMMEDIATE TRANSACTION");
     if (full_absorb) exec("SAVEPOINT \"job\"");
-    long long target_key = alias_key(person, &found);
-    long long source_key = alias_key(anon, &found);
     Sub t, src;
-    load_sub(target_key, &t);
-    load_sub(source_key, &src);
+    if (!sub_by_alias(person, &t) || !sub_by_alias(anon, &src)) die("absorb: missing subscriber");
     sqlite3_stmt *s = stmt(SQL_COPY_EVENTS);
     i64(s, 1, t.key); i64(s, 2, src.key); i64(s, 3, t.last_seq);
     run(s);
@@ -430,7 +429,9 @@ static double bench_copy(long long big_index, long long target_index, int full_a
         s = stmt(SQL_ATTRIBUTES); i64(s, 1, src.key); run(s);
         s = stmt(SQL_DEVICES); i64(s, 1, src.key); run(s);
         s = stmt(SQL_REASSIGN_ALIASES); i64(s, 1, t.key); i64(s, 2, src.key); run(s);
-        s = stmt(SQL_DELETE_SUBSCRIBER); i64(s, 1, src.key); run(s);
+        for (size_t r = 0; r < sizeof SQL_RETIRE / sizeof *SQL_RETIRE; r++) {
+            s = stmt(SQL_RETIRE[r]); i64(s, 1, src.key); run(s);
+        }
         char client_id[80], props[160];
         snprintf(client_id, sizeof client_id, "$subscriber.merged:%s", anon);
         merged_props(props, sizeof props, anon, "absorb", moved);

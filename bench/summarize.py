@@ -69,7 +69,8 @@ if ev is not None:
 
 absorb, copy = med("absorb_10k", "buzzkit"), med("ceiling_copy_10k", "sqlite")
 ratio_row("absorb 10,000 events vs raw copy", absorb, copy, 2, higher=False, unit=" ms",
-          note=f"SQLite alone, the whole absorb: {fmt(med('ceiling_absorb_10k_full', 'sqlite'), ' ms')}")
+          note=f"SQLite alone, the whole absorb: {fmt(med('ceiling_absorb_10k_full', 'sqlite'), ' ms')}; "
+               f"ours with no other traffic: {fmt(med('absorb_10k_alone', 'buzzkit'), ' ms')}")
 bg = [v for v in (med("absorb_bg_identify", "buzzkit", 1), med("absorb_bg_get", "buzzkit", 1)) if v is not None]
 if bg:
     add("  … others' p99 meanwhile (identify / GET)", " / ".join(fmt(v, " ms") for v in bg), "", "", "< 50 ms",

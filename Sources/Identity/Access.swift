@@ -43,9 +43,7 @@ package enum Access {
     ) throws -> SubscriberRecord? {
         let tenant = caller.tenant
         try IDRules.validateSubscriberID(id, blocked: tenant.settings.blockedExternalIds)
-        if let key = try ctx.subscriberKey(tenantID: tenant.id, alias: id),
-            let found = try ctx.subscriber(key: key)
-        {
+        if let found = try ctx.subscriber(tenantID: tenant.id, alias: id) {
             try check(found, caller: caller, now: now)
             return found
         }
@@ -64,9 +62,7 @@ package enum Access {
         _ id: String, caller: Caller, in ctx: any IdentityReadContext, now: Timestamp
     ) throws -> SubscriberRecord? {
         try IDRules.validateSubscriberID(id, blocked: caller.tenant.settings.blockedExternalIds)
-        guard let key = try ctx.subscriberKey(tenantID: caller.tenant.id, alias: id),
-            let found = try ctx.subscriber(key: key)
-        else { return nil }
+        guard let found = try ctx.subscriber(tenantID: caller.tenant.id, alias: id) else { return nil }
         try check(found, caller: caller, now: now)
         return found
     }

@@ -23,6 +23,9 @@ package protocol IdentityReadContext {
     /// The subscriber that `alias` (any id it ever had) reaches in this tenant.
     func subscriberKey(tenantID: String, alias: String) throws -> Int64?
     func subscriber(key: Int64) throws -> SubscriberRecord?
+    /// The subscriber that `alias` reaches in this tenant: `subscriberKey` then `subscriber(key:)`
+    /// in one lookup.
+    func subscriber(tenantID: String, alias: String) throws -> SubscriberRecord?
     func attributes(key: Int64) throws -> [(name: String, entry: AttributeEntry)]
     /// Every id of the subscriber except its current one, oldest first.
     func aliases(key: Int64, excluding current: String) throws -> [String]
@@ -77,4 +80,9 @@ package protocol IdentityWriteContext: IdentityReadContext {
 
     /// Erases the subscriber: row, aliases, attributes, events, subscriptions, preferences, devices.
     func deleteSubscriber(key: Int64) throws
+    /// Retires a subscriber whose data was just folded into another: everything of it is erased
+    /// or unreachable once this returns (no alias or id resolves to it, no list shows it), but
+    /// its events may be deleted later, in small batches, by the store. An absorb would
+    /// otherwise delete thousands of events inside the merge's own transaction.
+    func retireSubscriber(key: Int64) throws
 }

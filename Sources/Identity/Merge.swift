@@ -38,10 +38,8 @@ package enum Merger {
 
         var target: SubscriberRecord
         var result = MergeResult(shape: .link, from: anonymousID, eventsMoved: 0, warnings: [])
-        if let sourceKey = try ctx.subscriberKey(tenantID: tenant.id, alias: anonymousID),
-            var source = try ctx.subscriber(key: sourceKey)
-        {
-            if let existing, sourceKey == existing.key {
+        if var source = try ctx.subscriber(tenantID: tenant.id, alias: anonymousID) {
+            if let existing, source.key == existing.key {
                 return (existing, noMerge)  // a retry: already an alias of this person
             }
             guard source.anonymous else {
@@ -115,7 +113,8 @@ package enum Merger {
             try ctx.upsertDevice(key: target.key, device)
         }
         try ctx.reassignAliases(from: source.key, to: target.key)
-        try ctx.deleteSubscriber(key: source.key)
+        // Not deleteSubscriber: its events (all copied above) go later, off this transaction.
+        try ctx.retireSubscriber(key: source.key)
         return moved
     }
 }

@@ -43,10 +43,7 @@ package enum Operations {
         _ command: IdentifyCommand, caller: Caller, in ctx: any IdentityWriteContext, now: Timestamp
     ) throws -> OperationResult {
         let tenant = caller.tenant
-        var existing: SubscriberRecord?
-        if let key = try ctx.subscriberKey(tenantID: tenant.id, alias: command.externalID) {
-            existing = try ctx.subscriber(key: key)
-        }
+        let existing = try ctx.subscriber(tenantID: tenant.id, alias: command.externalID)
         var withProof = caller
         withProof.proof = command.proof ?? caller.proof
         let proven = try Access.authorize(
@@ -81,9 +78,9 @@ package enum Operations {
         now: Timestamp
     ) throws -> OperationResult {
         let tenant = caller.tenant
-        guard let key = try ctx.subscriberKey(tenantID: tenant.id, alias: externalID),
-            let existing = try ctx.subscriber(key: key)
-        else { throw IdentityError.subscriberNotFound }
+        guard let existing = try ctx.subscriber(tenantID: tenant.id, alias: externalID) else {
+            throw IdentityError.subscriberNotFound
+        }
         let (subscriber, merge) = try Merger.merge(
             anonymousID: anonymousID, into: externalID, existing: existing, tenant: tenant, in: ctx, now: now)
         if let refusal = merge.warnings.first(where: { $0.code == "merge_source_identified" }) {
@@ -104,9 +101,7 @@ package enum Operations {
         let tenant = caller.tenant
         var created = false
         var subscriber: SubscriberRecord
-        if let key = try ctx.subscriberKey(tenantID: tenant.id, alias: externalID),
-            let found = try ctx.subscriber(key: key)
-        {
+        if let found = try ctx.subscriber(tenantID: tenant.id, alias: externalID) {
             subscriber = found
         } else {
             subscriber = try ctx.insertSubscriber(tenantID: tenant.id, id: externalID, anonymous: false, now: now)

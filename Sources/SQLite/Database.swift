@@ -46,7 +46,7 @@ package final class Database {
     /// The `sqlite3 *`; `nil` once closed.
     private(set) var handle: OpaquePointer?
     /// Prepared statements by SQL text.
-    private var statementCache: [String: Statement] = [:]
+    private var statementCache: [StatementKey: Statement] = [:]
     /// Statements still unfinalized when ``close()`` ran (see ``openStatementCount``).
     private var statementsLeftAtClose = 0
 
@@ -196,20 +196,20 @@ package final class Database {
     /// ``forEach(_:_:_:)`` body), a fresh uncached statement is returned instead of resetting it.
     /// - Parameter sql: One SQL statement; the exact text is the cache key.
     package func cachedStatement(_ sql: String) throws -> Statement {
-        if let statement = statementCache[sql] {
+        if let statement = statementCache[StatementKey(sql)] {
             if statement.isRunning { return try prepare(sql) }
             statement.reset()
             sqlite3_clear_bindings(statement.handle)
             return statement
         }
         let statement = try prepare(sql)
-        statementCache[sql] = statement
+        statementCache[StatementKey(sql)] = statement
         return statement
     }
 
     /// The SQL text of every statement in the cache: what this connection has run, so tests can
     /// check each one's query plan.
-    package var cachedSQL: [String] { Array(statementCache.keys) }
+    package var cachedSQL: [String] { statementCache.keys.map(\.sql) }
 
     // MARK: - Running SQL
 
@@ -277,6 +277,32 @@ package final class Database {
         return try statement.step() ? statement.row() : nil
     }
 
+    /// Runs a cached query and maps its first row in place, without copying it into a ``Row``:
+    /// `read` gets the statement positioned on the row (use its `int(at:)`, `string(at:)`…).
+    /// - Returns: `read`'s value, or `nil` when there is no row.
+    package func queryOne<T>(
+        _ sql: String, _ arguments: [any SQLiteBindable] = [], read: (Statement) throws -> T
+    ) throws -> T? {
+        let statement = try cachedStatement(sql)
+        defer { statement.reset() }
+        try statement.bind(arguments)
+        return try statement.step() ? read(statement) : nil
+    }
+
+    /// Runs a cached query and maps every row in place (see ``queryOne(_:_:read:)``).
+    package func query<T>(
+        _ sql: String, _ arguments: [any SQLiteBindable] = [], read: (Statement) throws -> T?
+    ) throws -> [T] {
+        let statement = try cachedStatement(sql)
+        defer { statement.reset() }
+        try statement.bind(arguments)
+        var values: [T] = []
+        while try statement.step() {
+            if let value = try read(statement) { values.append(value) }
+        }
+        return values
+    }
+
     /// Streams the rows of a cached query to `body` without building an array.
     /// - Parameters:
     ///   - sql: One statement with `?` placeholders.
@@ -324,5 +350,35 @@ extension String {
             return ""
         }
         return String(self[first...last])
+    }
+}
+
+/// The statement cache's key: the SQL text, hashed by its length and 16 sampled bytes instead of
+/// all of it. Hashing the whole text (SipHash over 50–400 bytes, for every statement run) was a
+/// visible share of the writer thread's time. Equality still compares the full text, and the same
+/// literal compares by pointer, so a sampled collision costs one comparison, never a wrong hit.
+struct StatementKey: Hashable {
+    let sql: String
+
+    init(_ sql: String) { self.sql = sql }
+
+    static func == (a: StatementKey, b: StatementKey) -> Bool { a.sql == b.sql }
+
+    func hash(into hasher: inout Hasher) {
+        var sql = sql
+        sql.withUTF8 { bytes in
+            hasher.combine(bytes.count)
+            guard !bytes.isEmpty else { return }
+            let samples = Swift.min(16, bytes.count)
+            var word: UInt64 = 0
+            var packed: (UInt64, UInt64) = (0, 0)
+            for i in 0..<samples {
+                word = word << 8 | UInt64(bytes[(bytes.count - 1) * i / Swift.max(1, samples - 1)])
+                if i == 7 { packed.0 = word; word = 0 }
+            }
+            packed.1 = word
+            hasher.combine(packed.0)
+            hasher.combine(packed.1)
+        }
     }
 }

@@ -123,6 +123,29 @@ package final class Statement {
         return Row(columnNames: columnNames, values: values)
     }
 
+    // MARK: Reading the current row in place
+
+    // For hot paths that map a row straight into a record (``Database/queryOne(_:_:read:)``):
+    // no `[SQLiteValue]`, no `Row`, no column-name lookup. Same conversions as ``Row``'s
+    // accessors for the types the schema stores.
+
+    /// The integer in 0-based `column`; `nil` for `NULL`.
+    package func int(at column: Int32) -> Int64? {
+        sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : sqlite3_column_int64(handle, column)
+    }
+
+    /// The integer in `column` as a boolean (non-zero is `true`); `nil` for `NULL`.
+    package func bool(at column: Int32) -> Bool? { int(at: column).map { $0 != 0 } }
+
+    /// The text in 0-based `column`; `nil` for `NULL` and non-text values.
+    package func string(at column: Int32) -> String? {
+        guard sqlite3_column_type(handle, column) == SQLITE_TEXT else { return nil }
+        // Ask for the text before its length: https://www.sqlite.org/c3ref/column_blob.html
+        guard let text = sqlite3_column_text(handle, column) else { return "" }
+        let length = Int(sqlite3_column_bytes(handle, column))
+        return String(decoding: UnsafeBufferPointer(start: text, count: length), as: UTF8.self)
+    }
+
     private func value(at column: Int32) -> SQLiteValue {
         switch sqlite3_column_type(handle, column) {
         case SQLITE_INTEGER:

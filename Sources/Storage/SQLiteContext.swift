@@ -6,6 +6,8 @@ import SQLite
 /// through the connection's statement cache; every lookup uses an index (see migrations/).
 struct SQLiteContext: IdentityWriteContext {
     let db: Database
+    /// Called when a subscriber is retired, so the store schedules the deletion of its events.
+    var onRetire: (() -> Void)? = nil
 
     // MARK: - Tenancy
 
@@ -115,25 +117,39 @@ struct SQLiteContext: IdentityWriteContext {
     // MARK: - Subscribers and aliases
 
     func subscriberKey(tenantID: String, alias: String) throws -> Int64? {
-        try db.queryOne("SELECT subscriber_key FROM aliases WHERE tenant_id = ? AND alias = ?", [tenantID, alias])?
-            .int(0)
+        try db.queryOne("SELECT subscriber_key FROM aliases WHERE tenant_id = ? AND alias = ?", [tenantID, alias]) {
+            $0.int(at: 0)
+        } ?? nil
     }
 
+    // The hot statements below are built once: interpolating on every call would allocate a new
+    // string and make the statement cache compare it byte by byte.
     private static let subscriberColumns = """
         key, tenant_id, id, anonymous, verified, email, email_subscribed, last_seq, event_count, created_at, updated_at
         """
+    private static let subscriberByKeySQL = "SELECT \(subscriberColumns) FROM subscribers WHERE key = ? AND retired = 0"
+    private static let subscriberByAliasSQL = """
+        SELECT s.key, s.tenant_id, s.id, s.anonymous, s.verified, s.email, s.email_subscribed, s.last_seq,
+            s.event_count, s.created_at, s.updated_at
+        FROM aliases AS a JOIN subscribers AS s ON s.key = a.subscriber_key
+        WHERE a.tenant_id = ? AND a.alias = ? AND s.retired = 0
+        """
 
     func subscriber(key: Int64) throws -> SubscriberRecord? {
-        try db.queryOne("SELECT \(Self.subscriberColumns) FROM subscribers WHERE key = ?", [key])
-            .map(Self.subscriberRecord)
+        try db.queryOne(Self.subscriberByKeySQL, [key], read: Self.subscriberRecord)
     }
 
-    private static func subscriberRecord(_ row: Row) -> SubscriberRecord {
+    func subscriber(tenantID: String, alias: String) throws -> SubscriberRecord? {
+        // One statement for the alias lookup and the row: every request that names a subscriber runs it.
+        try db.queryOne(Self.subscriberByAliasSQL, [tenantID, alias], read: Self.subscriberRecord)
+    }
+
+    private static func subscriberRecord(_ row: Statement) -> SubscriberRecord {
         SubscriberRecord(
-            key: row.int(0) ?? 0, tenantID: row.string(1) ?? "", id: row.string(2) ?? "",
-            anonymous: row.bool(3) ?? false, verified: row.bool(4) ?? false, email: row.string(5),
-            emailSubscribed: row.bool(6) ?? false, lastSeq: row.int(7) ?? 0, eventCount: row.int(8) ?? 0,
-            createdAt: Timestamp(millis: row.int(9) ?? 0), updatedAt: Timestamp(millis: row.int(10) ?? 0))
+            key: row.int(at: 0) ?? 0, tenantID: row.string(at: 1) ?? "", id: row.string(at: 2) ?? "",
+            anonymous: row.bool(at: 3) ?? false, verified: row.bool(at: 4) ?? false, email: row.string(at: 5),
+            emailSubscribed: row.bool(at: 6) ?? false, lastSeq: row.int(at: 7) ?? 0, eventCount: row.int(at: 8) ?? 0,
+            createdAt: Timestamp(millis: row.int(at: 9) ?? 0), updatedAt: Timestamp(millis: row.int(at: 10) ?? 0))
     }
 
     func listSubscribers(
@@ -144,16 +160,16 @@ struct SQLiteContext: IdentityWriteContext {
             """
             SELECT \(Self.subscriberColumns) FROM subscribers
             WHERE tenant_id = ? AND key > ? AND (?3 IS NULL OR anonymous = ?3) AND (?4 IS NULL OR verified = ?4)
+                AND retired = 0
             ORDER BY key LIMIT ?5
-            """, [tenantID, afterKey, anonymous, verified, limit]
-        ).map(Self.subscriberRecord)
+            """, [tenantID, afterKey, anonymous, verified, limit], read: Self.subscriberRecord)
     }
 
     func subscriberCounts(tenantID: String) throws -> (identified: Int, verified: Int) {
         let row = try db.queryOne(
             """
             SELECT count(*), coalesce(sum(verified), 0) FROM subscribers
-            WHERE tenant_id = ? AND anonymous = 0
+            WHERE tenant_id = ? AND anonymous = 0 AND retired = 0
             """, [tenantID])
         return (Int(row?.int(0) ?? 0), Int(row?.int(1) ?? 0))
     }
@@ -184,8 +200,9 @@ struct SQLiteContext: IdentityWriteContext {
     }
 
     func aliases(key: Int64, excluding current: String) throws -> [String] {
-        try db.query("SELECT alias FROM aliases WHERE subscriber_key = ? AND alias <> ? ORDER BY alias", [key, current])
-            .compactMap { $0.string(0) }
+        try db.query("SELECT alias FROM aliases WHERE subscriber_key = ? AND alias <> ? ORDER BY alias", [key, current]) {
+            $0.string(at: 0)
+        }
     }
 
     func reassignAliases(from: Int64, to: Int64) throws {
@@ -197,16 +214,49 @@ struct SQLiteContext: IdentityWriteContext {
         try db.execute("DELETE FROM subscribers WHERE key = ?", [key])
     }
 
+    func retireSubscriber(key: Int64) throws {
+        // Everything but the events goes now (a handful of rows). The row stays, marked and
+        // renamed so its id is free again, until `purgeRetired(limit:)` has deleted its events:
+        // it keeps the key from being reused while events still carry it.
+        try db.execute("DELETE FROM aliases WHERE subscriber_key = ?", [key])
+        try db.execute("DELETE FROM attributes WHERE subscriber_key = ?", [key])
+        try db.execute("DELETE FROM push_subscriptions WHERE subscriber_key = ?", [key])
+        try db.execute("DELETE FROM preferences WHERE subscriber_key = ?", [key])
+        try db.execute("DELETE FROM devices WHERE subscriber_key = ?", [key])
+        try db.execute(
+            "UPDATE subscribers SET retired = 1, id = '$retired:' || key, email = NULL WHERE key = ?", [key])
+        onRetire?()
+    }
+
+    /// Deletes up to `limit` events of one retired subscriber, and the subscriber row once it has
+    /// none left. The store runs it as its own small write job, so a big absorb's events leave
+    /// over many groups instead of inside the merge's.
+    /// - Returns: false when no retired subscriber was left to work on.
+    func purgeRetired(limit: Int) throws -> Bool {
+        guard let key = try db.queryOne("SELECT key FROM subscribers WHERE retired = 1 LIMIT 1")?.int(0) else {
+            return false
+        }
+        try db.execute(
+            """
+            DELETE FROM events WHERE subscriber_key = ?1 AND seq IN (
+                SELECT seq FROM events WHERE subscriber_key = ?1 ORDER BY seq LIMIT ?2)
+            """, [key, limit])
+        if db.changes < limit {
+            try db.execute("DELETE FROM subscribers WHERE key = ? AND retired = 1", [key])
+        }
+        return true
+    }
+
     // MARK: - Attributes
 
     func attributes(key: Int64) throws -> [(name: String, entry: AttributeEntry)] {
-        try db.query("SELECT name, value, set_by_backend FROM attributes WHERE subscriber_key = ? ORDER BY name", [key])
-            .compactMap { row in
-                guard let name = row.string(0), let text = row.string(1),
-                    let value = try? JSONParser.parse(Array(text.utf8), maxDepth: 64)
-                else { return nil }
-                return (name, AttributeEntry(value: value, setByBackend: row.bool(2) ?? false))
-            }
+        try db.query("SELECT name, value, set_by_backend FROM attributes WHERE subscriber_key = ? ORDER BY name", [key]) {
+            row -> (name: String, entry: AttributeEntry)? in
+            guard let name = row.string(at: 0), let text = row.string(at: 1),
+                let value = try? JSONParser.parse(Array(text.utf8), maxDepth: 64)
+            else { return nil }
+            return (name, AttributeEntry(value: value, setByBackend: row.bool(at: 2) ?? false))
+        }
     }
 
     func writeAttributes(key: Int64, _ changes: [(name: String, entry: AttributeEntry?)]) throws {
@@ -232,10 +282,10 @@ struct SQLiteContext: IdentityWriteContext {
             SELECT device_id, token, platform, created_at, updated_at FROM push_subscriptions
             WHERE subscriber_key = ? ORDER BY updated_at DESC, device_id
             """, [key]
-        ).map { row in
+        ) { row in
             PushSubscriptionRecord(
-                deviceID: row.string(0) ?? "", token: row.string(1) ?? "", platform: row.string(2) ?? "",
-                createdAt: Timestamp(millis: row.int(3) ?? 0), updatedAt: Timestamp(millis: row.int(4) ?? 0))
+                deviceID: row.string(at: 0) ?? "", token: row.string(at: 1) ?? "", platform: row.string(at: 2) ?? "",
+                createdAt: Timestamp(millis: row.int(at: 3) ?? 0), updatedAt: Timestamp(millis: row.int(at: 4) ?? 0))
         }
     }
 
@@ -285,10 +335,10 @@ struct SQLiteContext: IdentityWriteContext {
     func preferences(key: Int64) throws -> [PreferenceRecord] {
         try db.query(
             "SELECT topic, subscribed, updated_at FROM preferences WHERE subscriber_key = ? ORDER BY topic", [key]
-        ).map { row in
+        ) { row in
             PreferenceRecord(
-                topic: row.string(0) ?? "", subscribed: row.bool(1) ?? false,
-                updatedAt: Timestamp(millis: row.int(2) ?? 0))
+                topic: row.string(at: 0) ?? "", subscribed: row.bool(at: 1) ?? false,
+                updatedAt: Timestamp(millis: row.int(at: 2) ?? 0))
         }
     }
 
@@ -307,11 +357,11 @@ struct SQLiteContext: IdentityWriteContext {
             SELECT device_id, platform, app_version, os_version, model, locale, time_zone, last_seen_at
             FROM devices WHERE subscriber_key = ? ORDER BY last_seen_at DESC, device_id
             """, [key]
-        ).map { row in
+        ) { row in
             DeviceRecord(
-                deviceID: row.string(0) ?? "", platform: row.string(1), appVersion: row.string(2),
-                osVersion: row.string(3), model: row.string(4), locale: row.string(5), timeZone: row.string(6),
-                lastSeenAt: Timestamp(millis: row.int(7) ?? 0))
+                deviceID: row.string(at: 0) ?? "", platform: row.string(at: 1), appVersion: row.string(at: 2),
+                osVersion: row.string(at: 3), model: row.string(at: 4), locale: row.string(at: 5),
+                timeZone: row.string(at: 6), lastSeenAt: Timestamp(millis: row.int(at: 7) ?? 0))
         }
     }
 

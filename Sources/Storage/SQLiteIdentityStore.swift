@@ -1,5 +1,6 @@
 import Identity
 import SQLite
+import Synchronization
 
 /// `IdentityStore` on SQLite in WAL mode: one writer thread committing in groups, and a pool of
 /// reader connections that never wait for it.
@@ -16,6 +17,8 @@ package final class SQLiteIdentityStore: IdentityStore {
 
     package let writer: DatabaseWriter
     private let readers: DatabaseReaderPool
+    /// Deletes retired subscribers' events in the background (see `retireSubscriber`).
+    private let purge: RetiredPurge
 
     /// Opens the database, applies pending migrations, and starts the writer.
     /// - Parameter onCommit: observes each group commit (batch size, duration) for metrics.
@@ -33,6 +36,8 @@ package final class SQLiteIdentityStore: IdentityStore {
         readOptions.readOnly = true
         readers = try DatabaseReaderPool(
             path: configuration.path, count: configuration.readerCount, options: readOptions)
+        purge = RetiredPurge(writer: writer)
+        purge.request()  // whatever a previous run retired and did not finish purging
     }
 
     /// Applies the embedded migrations that this database has not seen.
@@ -61,7 +66,8 @@ package final class SQLiteIdentityStore: IdentityStore {
         _ body: @escaping @Sendable (any IdentityWriteContext) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
-        writer.submit({ db in try body(SQLiteContext(db: db)) }) { result in
+        let purge = self.purge
+        writer.submit({ db in try body(SQLiteContext(db: db, onRetire: purge.request)) }) { result in
             completion(result.mapError { error in (error as? SQLiteError).map(Self.domainError) ?? error })
         }
     }
@@ -86,7 +92,8 @@ package final class SQLiteIdentityStore: IdentityStore {
 
     /// Blocking write, for the CLI and tests.
     package func write<T: Sendable>(_ body: @escaping @Sendable (any IdentityWriteContext) throws -> T) throws -> T {
-        try writer.write { db in try body(SQLiteContext(db: db)) }
+        let purge = self.purge
+        return try writer.write { db in try body(SQLiteContext(db: db, onRetire: purge.request)) }
     }
 
     /// Drains queued writes, checkpoints and closes every connection.
@@ -102,4 +109,53 @@ package final class SQLiteIdentityStore: IdentityStore {
 private func zeroPadded(_ value: Int) -> String {
     let digits = String(value)
     return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+}
+
+/// Deletes the events of retired subscribers a chunk at a time, one small job per write group,
+/// until none is left: an absorbed subscriber's 10,000 events cost the merge nothing, and each
+/// group that carries a chunk pays ~1 ms instead of one group paying for all of them.
+private final class RetiredPurge: Sendable {
+    /// Events deleted per job: small enough that the group carrying it barely notices.
+    static let chunk = 1000
+
+    private struct State {
+        /// A purge job is queued or running.
+        var running = false
+        /// Something was retired while a job was out: look again even if it found nothing.
+        var again = false
+    }
+
+    private let writer: DatabaseWriter
+    private let state = Mutex(State())
+
+    init(writer: DatabaseWriter) { self.writer = writer }
+
+    /// Makes sure a purge job runs after this point; cheap to call from a job on the writer
+    /// thread (it only queues).
+    @Sendable func request() {
+        let start = state.withLock { state -> Bool in
+            if state.running {
+                state.again = true
+                return false
+            }
+            state.running = true
+            return true
+        }
+        if start { submit() }
+    }
+
+    private func submit() {
+        writer.submit({ db in try SQLiteContext(db: db).purgeRetired(limit: Self.chunk) }) { [self] result in
+            let next = state.withLock { state -> Bool in
+                // An error (closing, disk full) stops the chain; the next retire or start-up resumes it.
+                guard case .success(let worked) = result, worked || state.again else {
+                    state.running = false
+                    return false
+                }
+                state.again = false
+                return true
+            }
+            if next { submit() }
+        }
+    }
 }

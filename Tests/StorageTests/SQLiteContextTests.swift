@@ -67,9 +67,19 @@ import Testing
         #expect(timeline.map(\.event.clientID) == ["shared", "t1", "a1", "a2", "a3", "$subscriber.merged:\(anon)"])
         // Copied events keep their own timestamps: a1 was at 100, a2 at 102, a3 at 103.
         #expect(timeline[2...4].map(\.event.timestamp.millis) == [100, 102, 103])
+        // The source is retired: unreachable at once, its events deleted later in chunks.
         #expect(try ctx.subscriber(key: sourceKey) == nil)
-        #expect(try db.queryOne("SELECT count(*) FROM events WHERE subscriber_key = ?", [sourceKey])?.int(0) == 0)
         #expect(try ctx.subscriberKey(tenantID: caller.tenant.id, alias: anon) == result.subscriber.key)
+        #expect(try ctx.listSubscribers(tenantID: caller.tenant.id, afterKey: 0, limit: 10, anonymous: nil, verified: nil)
+            .map(\.key) == [result.subscriber.key])
+        for table in ["aliases", "attributes", "push_subscriptions", "preferences", "devices"] {
+            #expect(try db.queryOne("SELECT count(*) FROM \(table) WHERE subscriber_key = ?", [sourceKey])?.int(0) == 0)
+        }
+        var jobs = 0
+        while try ctx.purgeRetired(limit: 2) { jobs += 1 }
+        #expect(jobs == 3)  // 4 events: two full chunks, then the row
+        #expect(try db.queryOne("SELECT count(*) FROM events WHERE subscriber_key = ?", [sourceKey])?.int(0) == 0)
+        #expect(try db.queryOne("SELECT count(*) FROM subscribers WHERE key = ?", [sourceKey])?.int(0) == 0)
         #expect(result.subscriber.eventCount == 6 && result.subscriber.lastSeq == 6)
     }
 
@@ -178,5 +188,45 @@ import Testing
     static func offRequestPath(_ sql: String) -> Bool {
         sql.hasPrefix("SAVEPOINT") || sql.hasPrefix("RELEASE") || sql.contains("schema_migrations")
             || sql.hasPrefix("SELECT count(*) FROM") || sql.hasPrefix("SELECT id FROM workspaces ORDER BY")
+    }
+}
+
+/// The store's side of retiring: the events of an absorbed subscriber leave in background jobs.
+@Suite struct RetiredPurgeTests {
+    @Test func theStoreDeletesARetiredSubscribersEventsAfterTheAbsorb() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("purge-\(UUID().uuidString).sqlite").path
+        let store = try SQLiteIdentityStore(configuration: .init(path: path))
+        defer { store.close() }
+        let now = Timestamp(millis: 1_800_000_000_000)
+        let anon = "anon_" + String(repeating: "c", count: 21)
+        // More events than one purge chunk, so the job has to come back.
+        let events = (0..<(2500)).map { i in
+            NewEvent(clientID: "c\(i)", name: "e", timestamp: Timestamp(millis: 1000 + Int64(i)), receivedAt: now, propertiesJSON: nil)
+        }
+        let sourceKey = try store.write { ctx in
+            try ctx.insertWorkspace(id: "ws_test", name: "test", now: now)
+            let tenant = try Tenancy.createTenant(name: "acme", workspaceID: "ws_test", in: ctx, now: now).tenant
+            let caller = Caller(tenant: tenant, role: .backend)
+            _ = try Operations.upsert(externalID: "user_1", email: nil, attributes: nil, subscribeEmail: nil, caller: caller, in: ctx, now: now)
+            _ = try Operations.ingest(events, subscriberID: anon, caller: caller, in: ctx, now: now)
+            let key = try ctx.subscriberKey(tenantID: tenant.id, alias: anon)!
+            let result = try Operations.identify(IdentifyCommand(externalID: "user_1", anonymousID: anon), caller: caller, in: ctx, now: now)
+            #expect(result.merge?.shape == .absorb && result.merge?.eventsMoved == 2500)
+            return key
+        }
+        let reader = try Database(path: path, options: DatabaseReaderPool.defaultOptions)
+        defer { reader.close() }
+        let deadline = ContinuousClock.now + .seconds(10)
+        var left: Int64 = -1
+        while ContinuousClock.now < deadline {
+            left = try reader.queryOne(
+                "SELECT (SELECT count(*) FROM events WHERE subscriber_key = ?1) + (SELECT count(*) FROM subscribers WHERE key = ?1)",
+                [sourceKey])?.int(0) ?? -1
+            if left == 0 { break }
+            try reader.execute("SELECT 1")  // end the read snapshot
+            usleep(10_000)
+        }
+        #expect(left == 0)
+        #expect(try reader.queryOne("SELECT count(*) FROM events")?.int(0) == 2501)  // copies + marker
     }
 }

@@ -38,7 +38,7 @@ package final class EventLoop: @unchecked Sendable {
     private var timers = TimerHeap()
     private var running = true
     // Cross-thread state.
-    private let tasks = Mutex<[@Sendable () -> Void]>([])
+    private let tasks = PThreadLock<[@Sendable () -> Void]>([])
     private let wakeupPending = Atomic<Bool>(false)
     private let threadID = Atomic<UInt>(0)
     private let finished = Atomic<Bool>(false)

@@ -71,6 +71,15 @@ func openFileDescriptors(_ pid: Int32) -> Int {
     (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
 }
 
+/// The process's open sockets: the listener, the event loops' eventfds are not sockets, so this
+/// counts exactly the connections it holds. Unlike the total it does not move when an idle
+/// SQLite reader connection opens its WAL file on its first read.
+func openSockets(_ pid: Int32) -> Int {
+    let folder = "/proc/\(pid)/fd"
+    guard let entries = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return -1 }
+    return entries.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "\(folder)/\($0)"))?.hasPrefix("socket:") == true }.count
+}
+
 /// Polls `condition` every 20 ms until it holds or `seconds` pass.
 @discardableResult
 func eventually(_ seconds: Double = 5, _ condition: () -> Bool) -> Bool {

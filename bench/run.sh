@@ -117,12 +117,25 @@ record() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RESULTS"; }
 wrk_run() {
     local name=$1 who=$2 run=$3 conns=$4 url=$5; shift 5
     local file="$OUT/$name-$who-$run.txt"
+    local cpu_before=0
+    if [ "$who" = buzzkit ]; then cpu_before=$(server_cpu_ticks); fi
     wrk -t2 -c"$conns" -d"${DUR}s" --timeout 10s --latency "$url" "$@" >"$file" 2>&1 || true
     local rps p99 errors
     rps=$(awk '/^Requests\/sec/ {print $2}' "$file")
     p99=$(awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000}; print v}' "$file")
     errors=$(awk '/Non-2xx/ {n+=$NF} /Socket errors/ {gsub(/,/,""); n+=$4+$6+$8+$10} END {print n+0}' "$file")
     record "$name" "$who" "$run" "${rps:-0}" "${p99:-0}" "$errors"
+    if [ "$who" = buzzkit ]; then
+        # Server CPU time (user + system) per request: unlike req/s, barely moved by whatever
+        # else runs on the machine, so small changes show through the noise.
+        local requests ticks
+        requests=$(awk '/requests in/ {print $1}' "$file")
+        ticks=$(( $(server_cpu_ticks) - cpu_before ))
+        if [ "${requests:-0}" -gt 0 ]; then
+            record "${name}_cpu" buzzkit "$run" \
+                "$(awk -v t="$ticks" -v n="$requests" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.2f", t * 1e6 / hz / n}')" 0 0
+        fi
+    fi
     echo "  $name $who #$run: ${rps:-?} req/s p99 ${p99:-?} ms errors $errors"
 }
 # ceiling_run SCENARIOS RUN ANON_FROM: the C program on a fresh copy of the seeded database.
@@ -139,6 +152,7 @@ ceiling_run() {
 NEXT_ANON=0
 take_anon_span() { ANON_FROM=$NEXT_ANON; NEXT_ANON=$((NEXT_ANON + SPAN)); }
 subscriber_count() { sqlite3 "$DB" 'SELECT count(*) FROM subscribers'; }
+server_cpu_ticks() { awk '{print $14 + $15}' "/proc/$SERVER_PID/stat"; }
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$SERVER_PID/status"; }
 
 # Warm-up: page cache, statement caches, allocator.

@@ -52,7 +52,7 @@ one, grouped = med("ceiling_identify_1txn", "sqlite"), med("ceiling_identify_gro
 ours = med("identify_c64", "buzzkit")
 if ours is not None:
     ratio_row("POST /v1/identify rename, 64 conns vs SQLite 64/txn", ours, grouped, 0.5,
-              note=f"errors {errs('identify_c64', 'buzzkit')}")
+              note=f"errors {errs('identify_c64', 'buzzkit')}; server CPU {fmt(med('identify_c64_cpu', 'buzzkit'))} µs/request")
     ratio_row("  … SQLite 64/txn vs 1 txn/request (FULL)", grouped, one, 2)
     p99 = med("identify_c64", "buzzkit", 1)
     add("  … identify p99 at 64 conns", fmt(p99, " ms"), "", "", "< 10 ms", "yes" if p99 < 10 else "**no**")
@@ -60,7 +60,7 @@ if ours is not None:
 
 get, health = med("get_c64", "buzzkit"), med("healthz_c64", "buzzkit")
 ratio_row("GET /v1/subscribers/{id}, 64 conns vs our /healthz", get, health, 0.5,
-          note=f"p99 {fmt(med('get_c64', 'buzzkit', 1))} ms; SQLite alone does {fmt(med('ceiling_get_subscriber', 'sqlite'))}/s of the same reads on 1 thread")
+          note=f"p99 {fmt(med('get_c64', 'buzzkit', 1))} ms; server CPU {fmt(med('get_c64_cpu', 'buzzkit'))} µs/request; SQLite alone does {fmt(med('ceiling_get_subscriber', 'sqlite'))}/s of the same reads on 1 thread")
 
 ev = med("events_c64", "buzzkit")
 if ev is not None:

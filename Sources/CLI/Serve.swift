@@ -20,7 +20,7 @@ func serve(_ settings: Settings) throws {
     let logger = Logger(level: settings.logLevel)
     let metrics = Metrics()
     let store = try openStore(settings, metrics: metrics)
-    store.writer.checkpointInBackground(every: .seconds(1))
+    try store.writer.checkpointInBackground(every: .seconds(1))
     if let key = settings.bootstrapWorkspaceKey {
         _ = try store.write { ctx in try Tenancy.bootstrapWorkspace(key: key, in: ctx, now: SystemClock().now()) }
     }

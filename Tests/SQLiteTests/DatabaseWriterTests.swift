@@ -208,7 +208,7 @@ import Testing
 
     @Test func backgroundCheckpointKeepsWorking() throws {
         let writer = try makeWriter()
-        writer.checkpointInBackground(every: .milliseconds(20))
+        try writer.checkpointInBackground(every: .milliseconds(20))
         for value in 0..<30 {
             try writer.write { db in try db.execute("INSERT INTO t(v) VALUES (?)", [value]) }
         }

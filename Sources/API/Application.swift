@@ -39,6 +39,9 @@ package struct Route: Sendable {
     /// Writes that change keys or tenants: authentication caches records for a second, and these
     /// must apply to the very next request (a revoked key stops at once).
     package var changesAuthentication = false
+    /// "GET /v1/subscribers/:id": the route label of logs and metrics, set once by `Application`
+    /// rather than interpolated on every request.
+    package internal(set) var name = ""
 }
 
 /// Settings of the application layer (the HTTP server has its own).
@@ -82,6 +85,7 @@ package final class Application: Responder {
         routes += EventController().routes
         routes += DeviceController().routes
         routes += KeyController().routes
+        for i in routes.indices { routes[i].name = "\(routes[i].method.rawValue) \(routes[i].path)" }
         self.routes = routes
         var router = Router<Route>()
         for route in routes { router.add(route.method, route.path, route) }
@@ -124,7 +128,7 @@ package final class Application: Responder {
             route = found
             context.parameters = parameters
         }
-        let routeName = "\(route.method.rawValue) \(route.path)"
+        let routeName = route.name
 
         do {
             if route.access != .open {

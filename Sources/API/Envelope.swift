@@ -12,6 +12,18 @@ package enum Envelope {
         _ data: JSONValue, status: HTTPStatus = .ok, requestID: String, warnings: [IdentityWarning] = [],
         metadata extra: JSONObject = [:]
     ) -> HTTPResponse {
+        if warnings.isEmpty && extra.isEmpty {
+            // The common case, written straight out (the same bytes the tree below serialises to):
+            // no envelope and metadata objects built per request, only `data` goes through a tree.
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(256)
+            bytes.append(contentsOf: #"{"success":true,"data":"#.utf8)
+            data.serialize(into: &bytes)
+            bytes.append(contentsOf: #","error":null,"metadata":{"requestId":"#.utf8)
+            JSONValue.string(requestID).serialize(into: &bytes)
+            bytes.append(contentsOf: "}}".utf8)
+            return response(status, bytes, requestID: requestID)
+        }
         var metadata: JSONObject = ["requestId": .string(requestID)]
         for (key, value) in extra { metadata[key] = value }
         if !warnings.isEmpty { metadata["warnings"] = render(warnings) }
@@ -41,6 +53,10 @@ package enum Envelope {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(256)
         body.serialize(into: &bytes)
+        return response(status, bytes, requestID: requestID)
+    }
+
+    private static func response(_ status: HTTPStatus, _ bytes: [UInt8], requestID: String) -> HTTPResponse {
         var headers = jsonHeaders
         headers.add(name: "X-Request-Id", value: requestID)
         return HTTPResponse(status: status, headers: headers, body: bytes)

@@ -20,11 +20,17 @@ package final class Metrics: Sendable {
     }
 
     private struct State {
-        var requests: [String: UInt64] = [:]  // "route\u{0}status"
+        var requests: [RequestKey: UInt64] = [:]
         var latency: [String: Histogram] = [:]
         var merges: [String: UInt64] = [:]
         var batchSizes = Histogram(Metrics.batchBuckets)
         var commitLatency = Histogram(Metrics.latencyBuckets)
+    }
+    /// Route and status of a request count: a struct, not an interpolated String, so counting
+    /// allocates nothing (route names are built once per route).
+    private struct RequestKey: Hashable {
+        var route: String
+        var status: Int
     }
     private let state = Mutex(State())
     /// Gauges read at scrape time (open connections, database size), set by the wiring.
@@ -35,7 +41,7 @@ package final class Metrics: Sendable {
     func recordRequest(route: String, status: Int, nanos: UInt64) {
         let seconds = Double(nanos) / 1e9
         state.withLock { state in
-            state.requests["\(route)\u{0}\(status)", default: 0] += 1
+            state.requests[RequestKey(route: route, status: status), default: 0] += 1
             state.latency[route, default: Histogram(Self.latencyBuckets)].observe(seconds, bounds: Self.latencyBuckets)
         }
     }
@@ -65,9 +71,12 @@ package final class Metrics: Sendable {
         let snapshot = state.withLock { $0 }
         out += "# HELP buzzkit_http_requests_total Requests answered, by route and status.\n"
         out += "# TYPE buzzkit_http_requests_total counter\n"
-        for (key, count) in snapshot.requests.sorted(by: { $0.key < $1.key }) {
-            let parts = key.split(separator: "\u{0}", omittingEmptySubsequences: false)
-            out += "buzzkit_http_requests_total{route=\"\(parts[0])\",status=\"\(parts[1])\"} \(count)\n"
+        // Sorted as the former "route\0status" string keys were: by route, then status as text.
+        let requests = snapshot.requests.sorted {
+            ($0.key.route, String($0.key.status)) < ($1.key.route, String($1.key.status))
+        }
+        for (key, count) in requests {
+            out += "buzzkit_http_requests_total{route=\"\(key.route)\",status=\"\(key.status)\"} \(count)\n"
         }
         out += "# HELP buzzkit_http_request_duration_seconds Time from routing to the response, by route.\n"
         out += "# TYPE buzzkit_http_request_duration_seconds histogram\n"

@@ -137,7 +137,7 @@ struct ConnectionStateMachine {
     /// The application's (or the error renderer's) response to the request in flight.
     mutating func responseReady(_ response: HTTPResponse, date: String, now: UInt64) -> Action {
         guard case .awaitingResponse(let context) = state else { return .none }
-        let closeAfter = !context.keepAlive || draining || Self.hasToken(response.headers.values("Connection"), "close")
+        let closeAfter = !context.keepAlive || draining || Self.hasToken(response.headers, "Connection", "close")
         let bytes = serialize(response, context: context, closing: closeAfter, date: date)
         state = .writing(closeAfter: closeAfter)
         // A peer that stops reading our response must not hold the connection forever.
@@ -384,40 +384,56 @@ struct ConnectionStateMachine {
 
     // MARK: - Response bytes
 
+    /// The response's own fields are written straight into the output buffer, minus the framing
+    /// ones we set ourselves; the headers array is never copied or edited per request.
     private func serialize(_ response: HTTPResponse, context: ResponseContext, closing: Bool, date: String) -> [UInt8] {
-        var headers = response.headers
         var body = response.body
-        headers.remove(name: "Content-Length")
-        headers.remove(name: "Transfer-Encoding")
-        headers.remove(name: "Connection")
         let code = response.status.code
         // RFC 9110 §8.6: no Content-Length (and no body) on 1xx and 204.
         let bodyless = (100..<200).contains(code) || code == 204
+        var gzipped = false
         if bodyless {
             body = []
         } else if code != 304, context.acceptsGzip, body.count >= limits.gzipMinimumBytes,
-            !headers.contains("Content-Encoding"), let compressed = Compressor.gzip(body)
+            !response.headers.contains("Content-Encoding"), let compressed = Compressor.gzip(body)
         {
             body = compressed
-            headers.add(name: "Content-Encoding", value: "gzip")
-            if !Self.hasToken(headers.values("Vary"), "accept-encoding") {
-                headers.add(name: "Vary", value: "Accept-Encoding")
-            }
-        }
-        if !bodyless && code != 304 {
-            // For HEAD this is the length the GET body would have had (RFC 9110 §9.3.2).
-            headers.add(name: "Content-Length", value: String(body.count))
-        }
-        if !headers.contains("Date") { headers.add(name: "Date", value: date) }
-        if closing {
-            headers.add(name: "Connection", value: "close")
-        } else if context.version == .http1_0 {
-            // RFC 9112 §9.3: a 1.0 client only keeps the connection if we say so.
-            headers.add(name: "Connection", value: "keep-alive")
+            gzipped = true
         }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(256 + (context.isHead ? 0 : body.count))
-        serializeResponseHead(version: .http1_1, status: response.status, headers: headers, into: &bytes)
+        appendStatusLine(version: .http1_1, status: response.status, to: &bytes)
+        var hasDate = false
+        var variesByEncoding = false
+        for field in response.headers {
+            let name = field.name
+            if HTTPHeaders.namesEqual(name, "Content-Length") || HTTPHeaders.namesEqual(name, "Transfer-Encoding")
+                || HTTPHeaders.namesEqual(name, "Connection")
+            {
+                continue
+            }
+            if HTTPHeaders.namesEqual(name, "Date") { hasDate = true }
+            if gzipped, HTTPHeaders.namesEqual(name, "Vary"), Self.hasToken([field.value], "accept-encoding") {
+                variesByEncoding = true
+            }
+            appendHeaderField(name: name, value: field.value, to: &bytes)
+        }
+        if gzipped {
+            appendHeaderField(name: "Content-Encoding", value: "gzip", to: &bytes)
+            if !variesByEncoding { appendHeaderField(name: "Vary", value: "Accept-Encoding", to: &bytes) }
+        }
+        if !bodyless && code != 304 {
+            // For HEAD this is the length the GET body would have had (RFC 9110 §9.3.2).
+            appendHeaderField(name: "Content-Length", value: String(body.count), to: &bytes)
+        }
+        if !hasDate { appendHeaderField(name: "Date", value: date, to: &bytes) }
+        if closing {
+            appendHeaderField(name: "Connection", value: "close", to: &bytes)
+        } else if context.version == .http1_0 {
+            // RFC 9112 §9.3: a 1.0 client only keeps the connection if we say so.
+            appendHeaderField(name: "Connection", value: "keep-alive", to: &bytes)
+        }
+        bytes.append(contentsOf: "\r\n".utf8)  // end of the head
         if !context.isHead { bytes.append(contentsOf: body) }
         return bytes
     }
@@ -471,6 +487,11 @@ struct ConnectionStateMachine {
     }
 
     /// Whether a comma-separated header lists `token`, ASCII case-insensitively.
+    /// `hasToken` over the values of field `name`, without collecting them into an array.
+    static func hasToken(_ headers: HTTPHeaders, _ name: String, _ token: String) -> Bool {
+        headers.contains { HTTPHeaders.namesEqual($0.name, name) && hasToken([$0.value], token) }
+    }
+
     static func hasToken(_ values: [String], _ token: String) -> Bool {
         values.contains { value in
             value.split(separator: ",").contains { HTTPHeaders.namesEqual(String($0.trimmingASCIISpaces()), token) }

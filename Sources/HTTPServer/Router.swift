@@ -71,7 +71,8 @@ package struct Router<Handler: Sendable>: Sendable {
         var parameters: [(String, String)] = []
         guard let node = find(segments[...], from: 0, parameters: &parameters) else { return .notFound }
         let handlers = nodes[node].handlers
-        let dictionary = Dictionary(parameters, uniquingKeysWith: { _, last in last })
+        // Most routes have no parameter: skip building (and hashing into) a dictionary for them.
+        let dictionary = parameters.isEmpty ? [:] : Dictionary(parameters, uniquingKeysWith: { _, last in last })
         if let entry = handlers.first(where: { $0.method == method }) {
             return .found(entry.handler, parameters: dictionary)
         }

@@ -23,6 +23,34 @@ package enum IDRules {
         if id.hasPrefix("anon_") {
             throw .invalidExternalID("An external id may not start with anon_; that prefix marks anonymous ids.")
         }
+        let utf8 = id.utf8
+        if utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) {
+            // Printable ASCII, as nearly every real id is: the same checks on bytes, without the
+            // Unicode property tables (SP is the only whitespace here, and there is no control).
+            guard utf8.contains(where: { $0 != 0x20 }) else {
+                throw .invalidExternalID("The external id is empty.")
+            }
+            guard utf8.count <= maxExternalIDLength else {
+                throw .invalidExternalID("The external id is longer than \(maxExternalIDLength) characters.")
+            }
+            if utf8.first == 0x20 || utf8.last == 0x20 {
+                throw .invalidExternalID("The external id has leading or trailing whitespace.")
+            }
+        } else {
+            try validateExternalIDScalars(id)
+        }
+        var folded = id.lowercased()
+        // `count` (grapheme breaking) last: only a quoted id pays for it.
+        for quote in ["\"", "'", "`"] where folded.hasPrefix(quote) && folded.hasSuffix(quote) && folded.count >= 2 {
+            folded = String(folded.dropFirst().dropLast())
+        }
+        if placeholderIDs.contains(folded) || blocked.contains(where: { $0.lowercased() == folded }) {
+            throw .invalidExternalID("'\(id)' looks like a placeholder, not a user id.")
+        }
+    }
+
+    /// The general case of `validateExternalID`: any Unicode.
+    private static func validateExternalIDScalars(_ id: String) throws(IdentityError) {
         let scalars = id.unicodeScalars
         guard !scalars.isEmpty, scalars.contains(where: { !isWhitespace($0) }) else {
             throw .invalidExternalID("The external id is empty.")
@@ -35,13 +63,6 @@ package enum IDRules {
         }
         if let first = scalars.first, let last = scalars.last, isWhitespace(first) || isWhitespace(last) {
             throw .invalidExternalID("The external id has leading or trailing whitespace.")
-        }
-        var folded = id.lowercased()
-        for quote in ["\"", "'", "`"] where folded.count >= 2 && folded.hasPrefix(quote) && folded.hasSuffix(quote) {
-            folded = String(folded.dropFirst().dropLast())
-        }
-        if placeholderIDs.contains(folded) || blocked.contains(where: { $0.lowercased() == folded }) {
-            throw .invalidExternalID("'\(id)' looks like a placeholder, not a user id.")
         }
     }
 

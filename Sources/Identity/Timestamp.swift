@@ -14,6 +14,23 @@ package struct Timestamp: Sendable, Hashable, Comparable {
         let mi = (msOfDay / 60_000) % 60
         let s = (msOfDay / 1000) % 60
         let ms = msOfDay % 1000
+        if (0...9999).contains(y) {
+            // Every timestamp of a rendered subscriber goes through here: digits written straight
+            // into the String's storage, no intermediate Strings.
+            return String(unsafeUninitializedCapacity: 24) { out in
+                func put(_ value: Int64, _ width: Int, at start: Int) {
+                    var v = value
+                    for i in stride(from: start + width - 1, through: start, by: -1) {
+                        out[i] = UInt8(truncatingIfNeeded: 48 + v % 10)
+                        v /= 10
+                    }
+                }
+                put(y, 4, at: 0); out[4] = 45; put(m, 2, at: 5); out[7] = 45; put(d, 2, at: 8); out[10] = 84
+                put(h, 2, at: 11); out[13] = 58; put(mi, 2, at: 14); out[16] = 58; put(s, 2, at: 17); out[19] = 46
+                put(ms, 3, at: 20); out[23] = 90
+                return 24
+            }
+        }
         func pad(_ v: Int64, _ width: Int) -> String {
             let text = String(v)
             return String(repeating: "0", count: max(0, width - text.count)) + text

@@ -30,6 +30,9 @@ package struct JSONObject: Sendable {
     /// An object from pairs; a repeated key keeps its first position and last value.
     package init(_ pairs: some Sequence<(String, JSONValue)>) {
         self.init()
+        // Objects are mostly built once from a literal: size the arrays up front, not by doubling.
+        keys.reserveCapacity(pairs.underestimatedCount)
+        values.reserveCapacity(pairs.underestimatedCount)
         for (key, value) in pairs { self[key] = value }
     }
 

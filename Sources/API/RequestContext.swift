@@ -28,6 +28,17 @@ package struct RequestContext: Sendable {
         return caller
     }
 
+    /// `raw` as a subscriber id, checked against API.md §3 and the tenant's blocked ids before
+    /// any work is queued; the domain takes the checked id and does not check it again.
+    package func subscriberID(_ raw: String) throws -> SubscriberID {
+        try IDRules.subscriberID(raw, blocked: requireCaller().tenant.settings.blockedExternalIds)
+    }
+
+    /// The `id` path parameter as a checked subscriber id.
+    package func subscriberIDParameter() throws -> SubscriberID {
+        try subscriberID(parameter("id"))
+    }
+
     /// Query parameters, percent-decoded (`+` is a space, as forms send it).
     package var query: [String: String] {
         guard let raw = request.head.query else { return [:] }

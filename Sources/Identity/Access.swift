@@ -39,30 +39,27 @@ package enum Access {
     /// caller may act on it. An unknown id is created when `create` is true, so everything works
     /// before anyone logs in.
     package static func resolve(
-        _ id: String, caller: Caller, in ctx: any IdentityWriteContext, now: Timestamp, create: Bool
+        _ id: SubscriberID, caller: Caller, in ctx: any IdentityWriteContext, now: Timestamp, create: Bool
     ) throws -> SubscriberRecord? {
         let tenant = caller.tenant
-        try IDRules.validateSubscriberID(id, blocked: tenant.settings.blockedExternalIds)
-        if let found = try ctx.subscriber(tenantID: tenant.id, alias: id) {
+        if let found = try ctx.subscriber(tenantID: tenant.id, alias: id.value) {
             try check(found, caller: caller, now: now)
             return found
         }
         // An unknown id is checked like a new one even when nothing is created (logout), so
         // the answer never tells an unproven app whether the id exists.
-        let anonymous = IDRules.isAnonymousID(id)
         let fresh = SubscriberRecord(
-            key: 0, tenantID: tenant.id, id: id, anonymous: anonymous, createdAt: now, updatedAt: now)
+            key: 0, tenantID: tenant.id, id: id.value, anonymous: id.isAnonymous, createdAt: now, updatedAt: now)
         try check(fresh, caller: caller, now: now)
         guard create else { return nil }
-        return try ctx.insertSubscriber(tenantID: tenant.id, id: id, anonymous: anonymous, now: now)
+        return try ctx.insertSubscriber(tenantID: tenant.id, id: id.value, anonymous: id.isAnonymous, now: now)
     }
 
     /// The read-only twin of `resolve`, for lookups that never create.
     package static func resolveForRead(
-        _ id: String, caller: Caller, in ctx: any IdentityReadContext, now: Timestamp
+        _ id: SubscriberID, caller: Caller, in ctx: any IdentityReadContext, now: Timestamp
     ) throws -> SubscriberRecord? {
-        try IDRules.validateSubscriberID(id, blocked: caller.tenant.settings.blockedExternalIds)
-        guard let found = try ctx.subscriber(tenantID: caller.tenant.id, alias: id) else { return nil }
+        guard let found = try ctx.subscriber(tenantID: caller.tenant.id, alias: id.value) else { return nil }
         try check(found, caller: caller, now: now)
         return found
     }

@@ -26,7 +26,7 @@ package struct PushRegistration: Sendable {
 extension Operations {
     /// Registers the device on the subscriber; the device and its token leave whoever had them.
     package static func registerPush(
-        _ registration: PushRegistration, subscriberID: String, caller: Caller, in ctx: any IdentityWriteContext,
+        _ registration: PushRegistration, subscriberID: SubscriberID, caller: Caller, in ctx: any IdentityWriteContext,
         now: Timestamp
     ) throws -> OperationResult {
         guard var subscriber = try Access.resolve(subscriberID, caller: caller, in: ctx, now: now, create: true) else {
@@ -56,7 +56,7 @@ extension Operations {
 
     /// Logout: removes the device's subscription. Removing what is not there is not an error.
     package static func unregisterPush(
-        deviceID: String, subscriberID: String, caller: Caller, in ctx: any IdentityWriteContext, now: Timestamp
+        deviceID: String, subscriberID: SubscriberID, caller: Caller, in ctx: any IdentityWriteContext, now: Timestamp
     ) throws -> Bool {
         guard let subscriber = try Access.resolve(subscriberID, caller: caller, in: ctx, now: now, create: false) else {
             return false
@@ -66,7 +66,7 @@ extension Operations {
 
     /// `PUT …/preferences`: each topic choice stamped with the time it was made.
     package static func setPreferences(
-        _ topics: [(topic: String, subscribed: Bool)], subscriberID: String, caller: Caller,
+        _ topics: [(topic: String, subscribed: Bool)], subscriberID: SubscriberID, caller: Caller,
         in ctx: any IdentityWriteContext, now: Timestamp
     ) throws -> OperationResult {
         guard var subscriber = try Access.resolve(subscriberID, caller: caller, in: ctx, now: now, create: true) else {

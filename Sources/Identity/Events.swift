@@ -64,7 +64,7 @@ extension Operations {
     /// `POST /v1/events`: stores the batch on the subscriber (created when never seen).
     /// - Returns: how many were stored and how many were already there (same client id).
     package static func ingest(
-        _ events: [NewEvent], subscriberID: String, caller: Caller, in ctx: any IdentityWriteContext, now: Timestamp
+        _ events: [NewEvent], subscriberID: SubscriberID, caller: Caller, in ctx: any IdentityWriteContext, now: Timestamp
     ) throws -> (accepted: Int, duplicates: Int) {
         guard var subscriber = try Access.resolve(subscriberID, caller: caller, in: ctx, now: now, create: true) else {
             throw IdentityError.subscriberNotFound

@@ -73,13 +73,15 @@ package enum IDRules {
         }
     }
 
-    /// Checks an id in a path or a `subscriberId`: anonymous when it starts with `anon_`, else external.
-    package static func validateSubscriberID(_ id: String, blocked: [String] = []) throws(IdentityError) {
+    /// Checks an id in a path or a `subscriberId`: anonymous when it starts with `anon_`, else
+    /// external. The result carries the proof of the check, so nothing downstream repeats it.
+    package static func subscriberID(_ id: String, blocked: [String] = []) throws(IdentityError) -> SubscriberID {
         if id.hasPrefix("anon_") {
             try validateAnonymousID(id)
-        } else {
-            try validateExternalID(id, blocked: blocked)
+            return SubscriberID(checked: id, isAnonymous: true)
         }
+        try validateExternalID(id, blocked: blocked)
+        return SubscriberID(checked: id, isAnonymous: false)
     }
 
     private static func isIDByte(_ b: UInt8) -> Bool {
@@ -93,6 +95,21 @@ package enum IDRules {
     private static func isWhitespace(_ s: Unicode.Scalar) -> Bool {
         s.properties.isWhitespace
     }
+}
+
+/// A subscriber id that passed the rules of §3 for its tenant, anonymous or external. Only
+/// `IDRules.subscriberID` makes one: the API checks an id once, before queuing any work, and
+/// the domain operations take this type instead of checking the string again.
+package struct SubscriberID: Sendable, Hashable, CustomStringConvertible {
+    package let value: String
+    package let isAnonymous: Bool
+
+    fileprivate init(checked value: String, isAnonymous: Bool) {
+        self.value = value
+        self.isAnonymous = isAnonymous
+    }
+
+    package var description: String { value }
 }
 
 /// A light check of an email address: one `@`, a dotted domain, no whitespace, at most 254 bytes.

@@ -118,7 +118,7 @@ package enum Operations {
 
     /// `PATCH /v1/subscribers/{id}/attributes` (API.md §7).
     package static func patchAttributes(
-        id: String, attributes: JSONObject, caller: Caller, in ctx: any IdentityWriteContext, now: Timestamp
+        id: SubscriberID, attributes: JSONObject, caller: Caller, in ctx: any IdentityWriteContext, now: Timestamp
     ) throws -> OperationResult {
         guard var subscriber = try Access.resolve(id, caller: caller, in: ctx, now: now, create: true) else {
             throw IdentityError.subscriberNotFound
@@ -132,9 +132,8 @@ package enum Operations {
     }
 
     /// `DELETE /v1/subscribers/{id}`: erases the person. Returns false when there was no one.
-    package static func delete(id: String, caller: Caller, in ctx: any IdentityWriteContext) throws -> Bool {
-        try IDRules.validateSubscriberID(id, blocked: caller.tenant.settings.blockedExternalIds)
-        guard let key = try ctx.subscriberKey(tenantID: caller.tenant.id, alias: id) else { return false }
+    package static func delete(id: SubscriberID, caller: Caller, in ctx: any IdentityWriteContext) throws -> Bool {
+        guard let key = try ctx.subscriberKey(tenantID: caller.tenant.id, alias: id.value) else { return false }
         try ctx.deleteSubscriber(key: key)
         return true
     }

@@ -58,13 +58,14 @@ import Testing
         #expect(!IDRules.isAnonymousID("anon_V1StGXR8_Z5jdHi6B-my!"))
         #expect(!IDRules.isAnonymousID("Anon_V1StGXR8_Z5jdHi6B-myT"))
         do {
-            try IDRules.validateSubscriberID("anon_bad")
+            _ = try IDRules.subscriberID("anon_bad")
             Issue.record("anon_bad was accepted")
         } catch {
             #expect(error.code == "invalid_anonymous_id")
         }
-        try IDRules.validateSubscriberID("anon_V1StGXR8_Z5jdHi6B-myT")
-        try IDRules.validateSubscriberID("user_42")
+        #expect(try IDRules.subscriberID("anon_V1StGXR8_Z5jdHi6B-myT").isAnonymous)
+        #expect(try IDRules.subscriberID("user_42").isAnonymous == false)
+        #expect(throws: IdentityError.self) { try IDRules.subscriberID("Blocked", blocked: ["blocked"]) }
     }
 
     @Test func emails() {

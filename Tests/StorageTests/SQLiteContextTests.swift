@@ -39,7 +39,7 @@ import Testing
 
     @Test func renameKeepsTheRowAndItsSequence() throws {
         let anon = "anon_" + String(repeating: "a", count: 21)
-        _ = try Operations.ingest(events(["e1", "e2"], at: 1000), subscriberID: anon, caller: caller, in: ctx, now: now)
+        _ = try Operations.ingest(events(["e1", "e2"], at: 1000), subscriberID: try IDRules.subscriberID(anon), caller: caller, in: ctx, now: now)
         let anonKey = try #require(try ctx.subscriberKey(tenantID: caller.tenant.id, alias: anon))
         let before = try #require(try ctx.subscriber(key: anonKey))
 
@@ -55,8 +55,8 @@ import Testing
     @Test func absorbAppendsEventsInOrderAndSkipsClientIDsTheTargetHas() throws {
         let anon = "anon_" + String(repeating: "b", count: 21)
         _ = try Operations.upsert(externalID: "user_2", email: nil, attributes: nil, subscribeEmail: nil, caller: backend, in: ctx, now: now)
-        _ = try Operations.ingest(events(["shared", "t1"], at: 5000), subscriberID: "user_2", caller: caller, in: ctx, now: now)
-        _ = try Operations.ingest(events(["a1", "shared", "a2", "a3"], at: 100), subscriberID: anon, caller: caller, in: ctx, now: now)
+        _ = try Operations.ingest(events(["shared", "t1"], at: 5000), subscriberID: try IDRules.subscriberID("user_2"), caller: caller, in: ctx, now: now)
+        _ = try Operations.ingest(events(["a1", "shared", "a2", "a3"], at: 100), subscriberID: try IDRules.subscriberID(anon), caller: caller, in: ctx, now: now)
         let sourceKey = try #require(try ctx.subscriberKey(tenantID: caller.tenant.id, alias: anon))
 
         let result = try Operations.identify(IdentifyCommand(externalID: "user_2", anonymousID: anon), caller: caller, in: ctx, now: now)
@@ -125,18 +125,18 @@ import Testing
 
     @Test func deleteErasesEveryRowOfThePerson() throws {
         let anon = "anon_" + String(repeating: "c", count: 21)
-        _ = try Operations.ingest(events(["x"], at: 1), subscriberID: anon, caller: caller, in: ctx, now: now)
+        _ = try Operations.ingest(events(["x"], at: 1), subscriberID: try IDRules.subscriberID(anon), caller: caller, in: ctx, now: now)
         _ = try Operations.registerPush(
             PushRegistration(deviceID: "d", token: "tok", platform: "ios", permission: "authorized", device: nil),
-            subscriberID: anon, caller: caller, in: ctx, now: now)
-        _ = try Operations.setPreferences([("news", true)], subscriberID: anon, caller: caller, in: ctx, now: now)
+            subscriberID: try IDRules.subscriberID(anon), caller: caller, in: ctx, now: now)
+        _ = try Operations.setPreferences([("news", true)], subscriberID: try IDRules.subscriberID(anon), caller: caller, in: ctx, now: now)
         _ = try Operations.identify(
             IdentifyCommand(externalID: "user_del", anonymousID: anon, attributes: ["plan": "pro"]), caller: caller, in: ctx, now: now)
-        #expect(try Operations.delete(id: anon, caller: backend, in: ctx))
+        #expect(try Operations.delete(id: try IDRules.subscriberID(anon), caller: backend, in: ctx))
         for table in ["subscribers", "aliases", "attributes", "push_subscriptions", "preferences", "devices", "events"] {
             #expect(try count(table) == 0, "\(table) still has rows")
         }
-        #expect(try Operations.delete(id: "user_del", caller: backend, in: ctx) == false)
+        #expect(try Operations.delete(id: try IDRules.subscriberID("user_del"), caller: backend, in: ctx) == false)
     }
 
     @Test func listPagesByKeyWithFilters() throws {
@@ -208,7 +208,7 @@ import Testing
             let tenant = try Tenancy.createTenant(name: "acme", workspaceID: "ws_test", in: ctx, now: now).tenant
             let caller = Caller(tenant: tenant, role: .backend)
             _ = try Operations.upsert(externalID: "user_1", email: nil, attributes: nil, subscribeEmail: nil, caller: caller, in: ctx, now: now)
-            _ = try Operations.ingest(events, subscriberID: anon, caller: caller, in: ctx, now: now)
+            _ = try Operations.ingest(events, subscriberID: try IDRules.subscriberID(anon), caller: caller, in: ctx, now: now)
             let key = try ctx.subscriberKey(tenantID: tenant.id, alias: anon)!
             let result = try Operations.identify(IdentifyCommand(externalID: "user_1", anonymousID: anon), caller: caller, in: ctx, now: now)
             #expect(result.merge?.shape == .absorb && result.merge?.eventsMoved == 2500)

@@ -25,8 +25,7 @@ struct DeviceController {
 
     func register(_ context: RequestContext) throws -> Outcome {
         let caller = try context.requireCaller()
-        let id = try context.parameter("id")
-        try IDRules.validateSubscriberID(id, blocked: caller.tenant.settings.blockedExternalIds)
+        let id = try context.subscriberIDParameter()
         let deviceID = try Self.field(try context.parameter("deviceId"), "deviceId")
         let body = try context.jsonBody()
         try body.allowOnly(["token", "platform", "permission", "device"])
@@ -53,8 +52,7 @@ struct DeviceController {
 
     func unregister(_ context: RequestContext) throws -> Outcome {
         let caller = try context.requireCaller()
-        let id = try context.parameter("id")
-        try IDRules.validateSubscriberID(id, blocked: caller.tenant.settings.blockedExternalIds)
+        let id = try context.subscriberIDParameter()
         let deviceID = try Self.field(try context.parameter("deviceId"), "deviceId")
         let now = context.now
         return .write { ctx in
@@ -66,8 +64,7 @@ struct DeviceController {
 
     func preferences(_ context: RequestContext) throws -> Outcome {
         let caller = try context.requireCaller()
-        let id = try context.parameter("id")
-        try IDRules.validateSubscriberID(id, blocked: caller.tenant.settings.blockedExternalIds)
+        let id = try context.subscriberIDParameter()
         let body = try context.jsonBody()
         try body.allowOnly(["topics"])
         guard let topics = try body.object("topics") else { throw APIError.invalidRequest("'topics' is required.") }

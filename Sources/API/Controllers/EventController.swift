@@ -12,8 +12,7 @@ struct EventController {
         let caller = try context.requireCaller()
         let body = try context.jsonBody()
         try body.allowOnly(["subscriberId", "events"])
-        let subscriberID = try body.requireString("subscriberId")
-        try IDRules.validateSubscriberID(subscriberID, blocked: caller.tenant.settings.blockedExternalIds)
+        let subscriberID = try context.subscriberID(body.requireString("subscriberId"))
         guard let list = body["events"]?.arrayValue else { throw APIError.invalidRequest("'events' must be an array.") }
         let events = try EventRules.validate(list, receivedAt: context.now)
         let now = context.now

@@ -46,15 +46,8 @@ struct SubscriberController {
     }
 
     func get(_ context: RequestContext) throws -> Outcome {
-        let caller = try context.requireCaller()
-        let id = try context.parameter("id")
-        return try context.store.read { ctx in
-            guard let record = try Access.resolveForRead(id, caller: caller, in: ctx, now: context.now) else {
-                throw IdentityError.subscriberNotFound
-            }
-            var reply = Reply(["subscriber": Rendering.subscriber(try SubscriberSnapshot.load(record, from: ctx))])
-            if record.id != id { reply.metadata["resolvedFrom"] = .string(id) }
-            return .reply(reply)
+        try Self.readExisting(context) { record, ctx in
+            Reply(["subscriber": Rendering.subscriber(try SubscriberSnapshot.load(record, from: ctx))])
         }
     }
 
@@ -81,8 +74,7 @@ struct SubscriberController {
 
     func delete(_ context: RequestContext) throws -> Outcome {
         let caller = try context.requireCaller()
-        let id = try context.parameter("id")
-        try IDRules.validateSubscriberID(id, blocked: caller.tenant.settings.blockedExternalIds)
+        let id = try context.subscriberIDParameter()
         return .write { ctx in
             guard try Operations.delete(id: id, caller: caller, in: ctx) else { throw IdentityError.subscriberNotFound }
             return Reply(["deleted": true])
@@ -90,8 +82,6 @@ struct SubscriberController {
     }
 
     func timeline(_ context: RequestContext) throws -> Outcome {
-        let caller = try context.requireCaller()
-        let id = try context.parameter("id")
         let query = context.query
         let limit = try Self.limit(query)
         var after: Int64 = 0
@@ -99,15 +89,27 @@ struct SubscriberController {
             guard let seq = Int64(raw), seq >= 0 else { throw APIError.invalidRequest("'after' must be a seq (0 or more).") }
             after = seq
         }
+        return try Self.readExisting(context) { record, ctx in
+            let page = try ctx.events(key: record.key, afterSeq: after, limit: limit + 1)
+            let shown = page.prefix(limit)
+            let next: JSONValue = page.count > limit ? Rendering.integer(shown.last!.seq) : .null
+            return Reply(["events": .array(shown.map(Rendering.event)), "nextCursor": next])
+        }
+    }
+
+    /// A backend read of the subscriber the `id` parameter reaches through any alias (404 when
+    /// none), answered with `metadata.resolvedFrom` when the id was not the current one.
+    static func readExisting(
+        _ context: RequestContext, _ body: (SubscriberRecord, any IdentityReadContext) throws -> Reply
+    ) throws -> Outcome {
+        let caller = try context.requireCaller()
+        let id = try context.subscriberIDParameter()
         return try context.store.read { ctx in
             guard let record = try Access.resolveForRead(id, caller: caller, in: ctx, now: context.now) else {
                 throw IdentityError.subscriberNotFound
             }
-            let page = try ctx.events(key: record.key, afterSeq: after, limit: limit + 1)
-            let shown = page.prefix(limit)
-            let next: JSONValue = page.count > limit ? Rendering.integer(shown.last!.seq) : .null
-            var reply = Reply(["events": .array(shown.map(Rendering.event)), "nextCursor": next])
-            if record.id != id { reply.metadata["resolvedFrom"] = .string(id) }
+            var reply = try body(record, ctx)
+            if record.id != id.value { reply.metadata["resolvedFrom"] = .string(id.value) }
             return .reply(reply)
         }
     }
@@ -131,8 +133,7 @@ struct SubscriberController {
 
     func patchAttributes(_ context: RequestContext) throws -> Outcome {
         let caller = try context.requireCaller()
-        let id = try context.parameter("id")
-        try IDRules.validateSubscriberID(id, blocked: caller.tenant.settings.blockedExternalIds)
+        let id = try context.subscriberIDParameter()
         let body = try context.jsonBody()
         try body.allowOnly(["attributes"])
         guard let attributes = try body.object("attributes") else { throw APIError.invalidRequest("'attributes' is required.") }

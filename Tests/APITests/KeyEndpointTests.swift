@@ -3,15 +3,7 @@ import Testing
 import TestSupport
 
 /// `GET /v1/keys`, `POST /v1/keys`, `DELETE /v1/keys/{id}`: listed without the secret, replaced, revoked.
-@Suite final class KeyEndpointTests {
-    let app: InProcessApp
-    let tenant: TestTenant
-
-    init() throws {
-        app = try InProcessApp()
-        tenant = try app.createTenant()
-    }
-    deinit { app.close() }
+@Suite final class KeyEndpointTests: TenantSuite {
 
     func keys(_ headers: [String: String]? = nil) throws -> [[String: Any]] {
         let response = try app.send("GET", "/v1/keys", headers: headers ?? tenant.backend)

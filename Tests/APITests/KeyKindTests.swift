@@ -3,15 +3,7 @@ import Testing
 import TestSupport
 
 /// Each kind of key on each class of route (API.md §1).
-@Suite final class KeyKindTests {
-    let app: InProcessApp
-    let tenant: TestTenant
-
-    init() throws {
-        app = try InProcessApp()
-        tenant = try app.createTenant()
-    }
-    deinit { app.close() }
+@Suite final class KeyKindTests: TenantSuite {
 
     /// One app call: an anonymous subscriber's attributes.
     func appCall(_ headers: [String: String]) throws -> HTTPClient.Response {

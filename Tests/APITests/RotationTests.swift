@@ -4,16 +4,8 @@ import TestSupport
 
 /// `POST /v1/tenant/identity-secret/rotate` with a manual clock (API.md §5, §9): both secrets
 /// verify for 24 hours, a second rotation inside them retires the oldest at once.
-@Suite final class RotationTests {
+@Suite final class RotationTests: TenantSuite {
     static let day: Int64 = 24 * 3_600_000
-    let app: InProcessApp
-    let tenant: TestTenant
-
-    init() throws {
-        app = try InProcessApp()
-        tenant = try app.createTenant()
-    }
-    deinit { app.close() }
 
     func rotate() throws -> (secret: String, previousExpiresAt: String) {
         let response = try app.send("POST", "/v1/tenant/identity-secret/rotate", headers: tenant.backend)

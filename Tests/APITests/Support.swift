@@ -37,3 +37,16 @@ extension TestTenant {
         ["Authorization": "Bearer \(key)", "BuzzKit-Tenant": id]
     }
 }
+
+/// One in-process application with one tenant, closed with the suite: the common fixture of the
+/// suites that exercise a single tenant.
+class TenantSuite {
+    let app: InProcessApp
+    let tenant: TestTenant
+
+    init() throws {
+        app = try InProcessApp()
+        tenant = try app.createTenant()
+    }
+    deinit { app.close() }
+}

@@ -3,15 +3,7 @@ import Testing
 import TestSupport
 
 /// Identity verification through the API (API.md §9).
-@Suite final class VerificationAPITests {
-    let app: InProcessApp
-    let tenant: TestTenant
-
-    init() throws {
-        app = try InProcessApp()
-        tenant = try app.createTenant()
-    }
-    deinit { app.close() }
+@Suite final class VerificationAPITests: TenantSuite {
 
     var nowMillis: Int64 { app.clock.nowMillis }
 

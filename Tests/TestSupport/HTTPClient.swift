@@ -41,20 +41,12 @@ package final class HTTPClient: @unchecked Sendable {
 
     package func connect() throws {
         close()
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
+        guard let connected = connectLoopback(port: port) else {
+            throw TestFailure("connect to \(port): errno \(errno)")
+        }
+        fd = connected
         var tv = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard result == 0 else { throw TestFailure("connect to \(port): errno \(errno)") }
         buffer = []
     }
 
@@ -165,6 +157,28 @@ package final class HTTPClient: @unchecked Sendable {
         buffer += chunk[0..<n]
         return true
     }
+}
+
+/// A blocking TCP socket connected to 127.0.0.1:`port`, or nil (errno says why).
+package func connectLoopback(port: Int) -> Int32? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let result = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    guard result == 0 else {
+        let saved = errno
+        Glibc.close(fd)
+        errno = saved
+        return nil
+    }
+    return fd
 }
 
 /// Decompresses a gzip body with the system's gzip, which keeps the test client independent of

@@ -45,7 +45,7 @@ let package = Package(
             name: "API", dependencies: ["HTTPServer", "Identity", "JSON"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         .executableTarget(
-            name: "CLI", dependencies: ["API", "Storage", "SQLite", "Crypto"],
+            name: "CLI", dependencies: ["API", "Storage", "SQLite"],
             swiftSettings: swiftSettings),
 
         // MARK: - Tests

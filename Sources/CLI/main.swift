@@ -1,5 +1,4 @@
 import API
-import Crypto
 import Glibc
 import HTTPServer
 import Identity
@@ -100,15 +99,7 @@ func run(_ arguments: [String]) throws {
         let bootstrapKey = settings.bootstrapWorkspaceKey
         let created = try store.write { ctx in
             let now = SystemClock().now()
-            let workspaceID: String
-            if let bootstrapKey {
-                workspaceID = try Tenancy.bootstrapWorkspace(key: bootstrapKey, in: ctx, now: now)
-            } else if let first = try ctx.firstWorkspaceID() {
-                workspaceID = first
-            } else {
-                workspaceID = "ws_" + SecureRandom.token(length: 16)
-                try ctx.insertWorkspace(id: workspaceID, name: "default", now: now)
-            }
+            let workspaceID = try Tenancy.workspaceForNewTenant(bootstrapKey: bootstrapKey, in: ctx, now: now)
             return try Tenancy.createTenant(name: name, workspaceID: workspaceID, in: ctx, now: now)
         }
         printJSON([

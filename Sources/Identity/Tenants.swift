@@ -47,20 +47,31 @@ package enum Tenancy {
             }
             return existing.workspaceID
         }
-        let workspaceID = "ws_" + SecureRandom.token(length: 16)
-        try ctx.insertWorkspace(id: workspaceID, name: "default", now: now)
-        let record = APIKeyRecord(
-            id: "key_" + SecureRandom.token(length: 16), kind: .workspace, workspaceID: workspaceID, tenantID: nil,
-            displayPrefix: String(key.prefix(10)), createdAt: now, revokedAt: nil)
-        try ctx.insertAPIKey(record, hash: hash(key: key))
+        let workspaceID = try newWorkspace(name: "default", in: ctx, now: now)
+        _ = try storeKey(key, kind: .workspace, workspaceID: workspaceID, tenantID: nil, in: ctx, now: now)
         return workspaceID
     }
 
-    /// Creates a workspace and its first workspace key (the CLI's offline path).
+    /// Creates a workspace and its first workspace key.
     package static func createWorkspace(name: String, in ctx: any IdentityWriteContext, now: Timestamp) throws -> IssuedKey {
+        let workspaceID = try newWorkspace(name: name, in: ctx, now: now)
+        return try issueKey(.workspace, workspaceID: workspaceID, tenantID: nil, in: ctx, now: now)
+    }
+
+    /// The workspace `buzzkit tenant create` puts a tenant in, offline: the bootstrap key's when
+    /// one is configured, else the oldest, else a new one named "default".
+    package static func workspaceForNewTenant(
+        bootstrapKey: String?, in ctx: any IdentityWriteContext, now: Timestamp
+    ) throws -> String {
+        if let bootstrapKey { return try bootstrapWorkspace(key: bootstrapKey, in: ctx, now: now) }
+        if let first = try ctx.firstWorkspaceID() { return first }
+        return try newWorkspace(name: "default", in: ctx, now: now)
+    }
+
+    private static func newWorkspace(name: String, in ctx: any IdentityWriteContext, now: Timestamp) throws -> String {
         let workspaceID = "ws_" + SecureRandom.token(length: 16)
         try ctx.insertWorkspace(id: workspaceID, name: name, now: now)
-        return try issueKey(.workspace, workspaceID: workspaceID, tenantID: nil, in: ctx, now: now)
+        return workspaceID
     }
 
     /// Creates a tenant with a secret key, a client key and an identity secret.
@@ -86,11 +97,20 @@ package enum Tenancy {
         _ kind: KeyKind, workspaceID: String, tenantID: String?, in ctx: any IdentityWriteContext, now: Timestamp
     ) throws -> IssuedKey {
         let plaintext = kind.prefix + SecureRandom.token(length: keyRandomLength)
+        let record = try storeKey(plaintext, kind: kind, workspaceID: workspaceID, tenantID: tenantID, in: ctx, now: now)
+        return IssuedKey(record: record, plaintext: plaintext)
+    }
+
+    /// Stores a key's hash with a record that shows only its prefix and 4 more characters.
+    private static func storeKey(
+        _ plaintext: String, kind: KeyKind, workspaceID: String, tenantID: String?, in ctx: any IdentityWriteContext,
+        now: Timestamp
+    ) throws -> APIKeyRecord {
         let record = APIKeyRecord(
             id: "key_" + SecureRandom.token(length: 16), kind: kind, workspaceID: workspaceID, tenantID: tenantID,
             displayPrefix: String(plaintext.prefix(kind.prefix.count + 4)), createdAt: now, revokedAt: nil)
         try ctx.insertAPIKey(record, hash: hash(key: plaintext))
-        return IssuedKey(record: record, plaintext: plaintext)
+        return record
     }
 
     /// A new identity secret. The one it replaces verifies for 24 more hours; any older one,

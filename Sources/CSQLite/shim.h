@@ -16,4 +16,10 @@ static inline int buzzkit_sqlite3_bind_blob_transient(sqlite3_stmt *stmt, int in
 static inline int buzzkit_sqlite3_db_config_defensive(sqlite3 *db, int on) {
     return sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, on, (int *)0);
 }
+
+// sqlite3_config is variadic too. Memory statistics take a process-wide mutex on every
+// sqlite3_malloc, which our reader threads and the writer then contend on; we never read them.
+static inline int buzzkit_sqlite3_config_memstatus(int on) {
+    return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, on);
+}
 #endif

@@ -58,6 +58,7 @@ package final class Database {
     ///   - options: See ``Options``.
     package init(path: String, options: Options = .init()) throws {
         self.path = path
+        _ = Self.processWideSettings
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         flags |= options.readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
         var connection: OpaquePointer?
@@ -99,6 +100,12 @@ package final class Database {
         }
         try execute("PRAGMA synchronous = \(options.synchronous.rawValue)")
     }
+
+    /// Settings that SQLite only takes before its first connection opens in this process.
+    private static let processWideSettings: Void = {
+        _ = buzzkit_sqlite3_config_memstatus(0)
+        sqlite3_initialize()
+    }()
 
     private var isInMemory: Bool { path == ":memory:" || path.isEmpty || path.hasPrefix("file::memory:") }
 

@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 import SQLite
 import Testing
@@ -253,5 +254,17 @@ import Testing
         copy.close()
         db.close()
         #expect(db.openStatementCount == 0)
+    }
+}
+
+@Suite struct ProcessWideSettingsTests {
+    /// Memory statistics take a process-wide mutex on every SQLite allocation; with them off the
+    /// counter never moves, however much a connection allocates.
+    @Test func memoryStatisticsAreOff() throws {
+        let db = try Database(path: ":memory:")
+        try db.execute("CREATE TABLE t(v TEXT)")
+        for i in 0..<200 { try db.execute("INSERT INTO t(v) VALUES (?)", [String(repeating: "x", count: i * 50)]) }
+        #expect(try db.queryOne("SELECT count(*) FROM t")?.int(0) == 200)
+        #expect(sqlite3_memory_used() == 0)
     }
 }

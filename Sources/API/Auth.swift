@@ -47,10 +47,26 @@ final class AuthCache: Sendable {
 
     init(ttlMillis: Int64 = 1000) { self.ttlMillis = ttlMillis }
 
-    var generation: UInt64 { state.withLock { $0.generation } }
+    /// What a lookup finds in one lock hold: the key by its hash, its own tenant (nil for a
+    /// workspace key or when not cached), and the generation to store a database lookup under.
+    struct Lookup {
+        var key: APIKeyRecord?
+        var tenant: TenantRecord?
+        var generation: UInt64
+    }
 
-    func key(_ hash: String, nowMillis: Int64) -> APIKeyRecord? {
-        state.withLock { s in s.keys[hash].flatMap { $0.expiresMillis > nowMillis ? $0.value : nil } }
+    /// The cached key for `hash` and, for a tenant key, its tenant: one lock hold per request,
+    /// since both event loops authenticate through this one cache.
+    func lookup(_ hash: String, nowMillis: Int64) -> Lookup {
+        state.withLock { s in
+            var found = Lookup(generation: s.generation)
+            guard let key = s.keys[hash], key.expiresMillis > nowMillis else { return found }
+            found.key = key.value
+            if let own = key.value.tenantID, let tenant = s.tenants[own], tenant.expiresMillis > nowMillis {
+                found.tenant = tenant.value
+            }
+            return found
+        }
     }
 
     func tenant(_ id: String, nowMillis: Int64) -> TenantRecord? {
@@ -85,27 +101,26 @@ struct Authenticator: Sendable {
     var cache = AuthCache()
 
     func authenticate(_ headers: HTTPHeaders, access: RouteAccess, now: Timestamp) throws -> Authentication {
-        guard let header = headers["Authorization"],
-            header.count > 7, header.prefix(7).lowercased() == "bearer "
-        else { throw APIError.unauthorized }
-        let key = String(header.dropFirst(7)).trimmingSpaces
+        guard let header = headers["Authorization"], let key = Self.bearerToken(header) else {
+            throw APIError.unauthorized
+        }
         // Refuse by prefix before touching the database: random strings cost no lookup.
         guard let claimed = Tenancy.kind(ofKey: key) else { throw APIError.unauthorized }
         let hash = Tenancy.hash(key: key)
         let tenantHeader = headers["BuzzKit-Tenant"]
 
         let nowMillis = now.millis
-        let generation = cache.generation
-        var found: (key: APIKeyRecord?, tenant: TenantRecord?) = (nil, nil)
-        defer { cache.store(key: found.key, hash: hash, tenant: found.tenant, generation: generation, nowMillis: nowMillis) }
-        let cachedKey = cache.key(hash, nowMillis: nowMillis)
-        // Both records cached: no reader transaction at all.
-        if let cachedKey, cachedKey.kind != .workspace, let own = cachedKey.tenantID,
-            let cachedTenant = cache.tenant(own, nowMillis: nowMillis)
-        {
+        let cached = cache.lookup(hash, nowMillis: nowMillis)
+        // Both records cached: no reader transaction, and nothing to store.
+        if let cachedKey = cached.key, cachedKey.kind != .workspace, let cachedTenant = cached.tenant {
             return try resolve(cachedKey, claimed: claimed, access: access, headers: headers, tenantHeader: tenantHeader) { _ in
                 cachedTenant
             }
+        }
+        let cachedKey = cached.key
+        var found: (key: APIKeyRecord?, tenant: TenantRecord?) = (nil, nil)
+        defer {
+            cache.store(key: found.key, hash: hash, tenant: found.tenant, generation: cached.generation, nowMillis: nowMillis)
         }
         return try store.read { ctx in
             guard let record = try cachedKey ?? ctx.apiKey(hash: hash) else { throw APIError.unauthorized }
@@ -116,6 +131,18 @@ struct Authenticator: Sendable {
                 return tenant
             }
         }
+    }
+
+    /// The credential of `Bearer <token>` (scheme case-insensitive, RFC 9110 §11.1), without
+    /// surrounding spaces; nil for another scheme or an empty token.
+    static func bearerToken(_ header: String) -> String? {
+        let scheme = "bearer ".utf8
+        let utf8 = header.utf8
+        guard utf8.count > scheme.count,
+            zip(utf8, scheme).allSatisfy({ ($0 | 0x20) == $1 })
+        else { return nil }
+        let token = String(header.utf8.dropFirst(scheme.count))!.trimmingSpaces
+        return token.isEmpty ? nil : token
     }
 
     /// The rules of §1 on a key record, with the tenant looked up by `tenantNamed`.

@@ -121,6 +121,9 @@ import TestSupport
         expectError(try appCall(["Authorization": "Bearer \(changed)"]), 401, "unauthorized")
         // Scheme names are case-insensitive (RFC 9110 §11.1).
         expectOK(try appCall(["Authorization": "bearer \(tenant.secretKey)"]))
+        expectOK(try appCall(["Authorization": "BEARER   \(tenant.secretKey) "]))
+        expectError(try appCall(["Authorization": "Bearer_\(tenant.secretKey)"]), 401, "unauthorized")
+        expectError(try appCall(["Authorization": "Bearerx\(tenant.secretKey)"]), 401, "unauthorized")
     }
 
     @Test func revokedKeysAreUnauthorized() throws {

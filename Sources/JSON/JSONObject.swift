@@ -18,7 +18,7 @@ package struct JSONObject: Sendable {
     /// linear scan beats hashing there.
     private var index: [String: Int]?
 
-    private static let indexThreshold = 12
+    private static let indexThreshold = 16
 
     /// An empty object.
     package init() {

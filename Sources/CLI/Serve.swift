@@ -41,6 +41,7 @@ func serve(_ settings: Settings) throws {
         throw error
     }
     metrics.setGauge("buzzkit_open_connections") { Double(server.metrics.openConnections) }
+    metrics.setGauge("buzzkit_snapshot_cache_entries") { Double(store.cachedSnapshotCount) }
     let databasePath = settings.database
     metrics.setGauge("buzzkit_database_bytes") { Double(fileSize(databasePath) + fileSize(databasePath + "-wal")) }
 

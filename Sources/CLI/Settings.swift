@@ -14,6 +14,7 @@ struct Settings {
     var bootstrapWorkspaceKey: String?
     var synchronousFull = true
     var readerConnections = 4
+    var snapshotCacheMiB = 64
     var shutdownDrainSeconds = 10
     var server = HTTPServer.Configuration()
     var application = ApplicationConfiguration()
@@ -46,6 +47,7 @@ struct Settings {
                 default: throw CLIError("synchronous: full or normal")
                 }
             case "readerConnections": readerConnections = try int(value, key, 1...64)
+            case "snapshotCacheMiB": snapshotCacheMiB = try int(value, key, 0...65536)
             case "shutdownDrainSeconds": shutdownDrainSeconds = try int(value, key, 0...600)
             case "eventLoops": server.eventLoopCount = try int(value, key, 1...256)
             case "maxConnections": server.maxConnections = try int(value, key, 1...1_000_000)

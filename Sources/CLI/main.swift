@@ -57,6 +57,7 @@ func openStore(_ settings: Settings, metrics: Metrics? = nil) throws -> SQLiteId
     try createParentDirectory(of: settings.database)
     var configuration = SQLiteIdentityStore.Configuration(path: settings.database)
     configuration.readerCount = settings.readerConnections
+    configuration.snapshotCacheBytes = settings.snapshotCacheMiB << 20
     configuration.synchronous = settings.synchronousFull ? .full : .normal
     return try SQLiteIdentityStore(configuration: configuration) { size, duration in
         metrics?.recordCommit(batchSize: size, duration: duration)

@@ -64,6 +64,15 @@ package enum Access {
         return found
     }
 
+    /// `resolveForRead` for the whole snapshot, which the store may answer from its cache.
+    package static func snapshotForRead(
+        _ id: SubscriberID, caller: Caller, in store: any IdentityStore, now: Timestamp
+    ) throws -> SubscriberSnapshot? {
+        guard let found = try store.snapshot(tenantID: caller.tenant.id, id: id.value) else { return nil }
+        try check(found.record, caller: caller, now: now)
+        return found
+    }
+
     private static func check(_ subscriber: SubscriberRecord, caller: Caller, now: Timestamp) throws(IdentityError) {
         guard caller.role == .app else { return }
         if subscriber.anonymous {

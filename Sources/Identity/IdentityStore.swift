@@ -5,9 +5,23 @@
 /// writer and committed in groups: `completion` runs once the write is durable.
 package protocol IdentityStore: Sendable {
     func read<T>(_ body: (any IdentityReadContext) throws -> T) throws -> T
+    /// The snapshot of the subscriber `id` (any id it ever had) reaches in this tenant, or nil.
+    /// A store may answer from a cache, but never with anything older than the last write it acknowledged.
+    func snapshot(tenantID: String, id: String) throws -> SubscriberSnapshot?
     func write<T: Sendable>(
         _ body: @escaping @Sendable (any IdentityWriteContext) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void)
+}
+
+extension IdentityStore {
+    /// `snapshot(tenantID:id:)` from one read transaction, uncached.
+    package func readSnapshot(tenantID: String, id: String) throws -> SubscriberSnapshot? {
+        try read { ctx in try ctx.subscriber(tenantID: tenantID, alias: id).map { try SubscriberSnapshot.load($0, from: ctx) } }
+    }
+
+    package func snapshot(tenantID: String, id: String) throws -> SubscriberSnapshot? {
+        try readSnapshot(tenantID: tenantID, id: id)
+    }
 }
 
 /// Lookups, each scoped by tenant or by a subscriber key that was resolved within a tenant.

@@ -7,6 +7,18 @@ package struct SubscriberSnapshot: Sendable {
     package var preferences: [PreferenceRecord]
     package var devices: [DeviceRecord]
 
+    package init(
+        record: SubscriberRecord, attributes: [(name: String, entry: AttributeEntry)], aliases: [String],
+        pushSubscriptions: [PushSubscriptionRecord], preferences: [PreferenceRecord], devices: [DeviceRecord]
+    ) {
+        self.record = record
+        self.attributes = attributes
+        self.aliases = aliases
+        self.pushSubscriptions = pushSubscriptions
+        self.preferences = preferences
+        self.devices = devices
+    }
+
     /// Loads the parts of `record` from the same context that produced it.
     package static func load(_ record: SubscriberRecord, from ctx: any IdentityReadContext) throws -> SubscriberSnapshot {
         SubscriberSnapshot(

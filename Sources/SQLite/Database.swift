@@ -141,7 +141,7 @@ package final class Database {
     }
 
     /// The open handle, or a `SQLITE_MISUSE` error after ``close()``.
-    private func openHandle(sql: String? = nil) throws -> OpaquePointer {
+    func openHandle(sql: String? = nil) throws -> OpaquePointer {
         guard let handle else { throw SQLiteError.misuse("database connection is closed", sql: sql) }
         return handle
     }

@@ -75,9 +75,14 @@ package final class DatabaseWriter: Sendable {
     ///   - maxBatch: Most jobs committed together.
     ///   - onCommit: Called on the writer thread after each successful group commit, before the
     ///     group's completions, with the number of jobs in it and how long `COMMIT` took (metrics).
+    ///   - setUp: Runs once on the writer's connection before any job (functions, temp triggers).
+    ///   - afterGroup: Called on the writer thread when a group's transaction ended, committed or
+    ///     not, before any of its completions: what it does is seen by every caller the group answers.
     package init(
         path: String, options: Database.Options = .init(), maxBatch: Int = 256,
-        onCommit: (@Sendable (_ batchSize: Int, _ commitDuration: Duration) -> Void)? = nil
+        onCommit: (@Sendable (_ batchSize: Int, _ commitDuration: Duration) -> Void)? = nil,
+        setUp: ((Database) throws -> Void)? = nil,
+        afterGroup: (@Sendable () -> Void)? = nil
     ) throws {
         precondition(maxBatch > 0, "maxBatch must be positive")
         self.path = path
@@ -85,6 +90,7 @@ package final class DatabaseWriter: Sendable {
         let commitsCounter = Commits()
         self.commits = commitsCounter
         let database = try Database(path: path, options: options)
+        try setUp?(database)
         let shared = ConditionLock(State())
         self.shared = shared
         let deliveries = ConditionLock(Deliveries())
@@ -97,7 +103,7 @@ package final class DatabaseWriter: Sendable {
         let thread = Thread {
             WriterLoop(
                 database: transfer.value, shared: shared, deliveries: deliveries, maxBatch: maxBatch, onCommit: onCommit,
-                commits: commitsCounter
+                afterGroup: afterGroup, commits: commitsCounter
             ).run()
         }
         thread.name = "buzzkit-db-writer"
@@ -252,6 +258,7 @@ package final class DatabaseWriter: Sendable {
         let deliveries: ConditionLock<Deliveries>
         let maxBatch: Int
         let onCommit: (@Sendable (Int, Duration) -> Void)?
+        let afterGroup: (@Sendable () -> Void)?
         let commits: Commits
         let clock = ContinuousClock()
 
@@ -326,6 +333,7 @@ package final class DatabaseWriter: Sendable {
                     // SQLite rolled back the whole transaction (https://www.sqlite.org/lang_transaction.html,
                     // "Response To Errors Within A Transaction"): every job so far lost its work.
                     let groupError = error ?? SQLiteError.misuse("a job ended the writer's transaction")
+                    afterGroup?()
                     deliver(completions.map { complete in { complete(groupError) } })
                     return (jobs[(index + 1)...], false)
                 }
@@ -335,12 +343,14 @@ package final class DatabaseWriter: Sendable {
                 try database.execute("COMMIT TRANSACTION", [])
             } catch {
                 database.rollbackIgnoringErrors()
+                afterGroup?()
                 deliver(completions.map { complete in { complete(error) } })
                 return ([], false)
             }
             let duration = start.duration(to: clock.now)
             // Metrics first, so whoever a completion wakes already sees this commit counted.
             onCommit?(jobs.count, duration)
+            afterGroup?()
             deliver(completions.map { complete in { complete(nil) } })
             return ([], true)
         }

@@ -12,6 +12,8 @@ package final class SQLiteIdentityStore: IdentityStore {
         package var synchronous: Database.Options.Synchronous = .full
         package var busyTimeout: Duration = .seconds(5)
         package var maxWriteBatch = 256
+        /// Rough bytes of recently read subscriber snapshots kept in memory; 0 turns the cache off.
+        package var snapshotCacheBytes = 64 << 20
         package init(path: String) { self.path = path }
     }
 
@@ -19,6 +21,8 @@ package final class SQLiteIdentityStore: IdentityStore {
     private let readers: DatabaseReaderPool
     /// Deletes retired subscribers' events in the background (see `retireSubscriber`).
     private let purge: RetiredPurge
+    /// Snapshots by the id they were read for; nil when configured off.
+    private let snapshots: SnapshotCache?
 
     /// Opens the database, applies pending migrations, and starts the writer.
     /// - Parameter onCommit: observes each group commit (batch size, duration) for metrics.
@@ -30,8 +34,23 @@ package final class SQLiteIdentityStore: IdentityStore {
         options.synchronous = configuration.synchronous
         options.busyTimeout = configuration.busyTimeout
         try Self.migrate(path: configuration.path, options: options)
+        let cache = configuration.snapshotCacheBytes > 0 ? SnapshotCache(budgetBytes: configuration.snapshotCacheBytes) : nil
+        let changes = SubscriberChanges()
+        snapshots = cache
+        // With the cache on, the writer's connection reports what each group changed, and the
+        // group's callers are answered only after those subscribers left the cache.
+        var setUp: ((Database) throws -> Void)?
+        var afterGroup: (@Sendable () -> Void)?
+        if let cache {
+            setUp = { db in
+                try db.createIntegerObserver(SubscriberChanges.functionName) { changes.record($0) }
+                try db.execute(SubscriberChanges.triggersSQL)
+            }
+            afterGroup = { cache.invalidate(changes.take()) }
+        }
         writer = try DatabaseWriter(
-            path: configuration.path, options: options, maxBatch: configuration.maxWriteBatch, onCommit: onCommit)
+            path: configuration.path, options: options, maxBatch: configuration.maxWriteBatch, onCommit: onCommit,
+            setUp: setUp, afterGroup: afterGroup)
         var readOptions = options
         readOptions.readOnly = true
         readers = try DatabaseReaderPool(
@@ -61,6 +80,20 @@ package final class SQLiteIdentityStore: IdentityStore {
             throw Self.domainError(error)
         }
     }
+
+    /// The snapshot `id` reaches, from the cache when a read since the last change to that
+    /// subscriber stored it. Every change goes through the writer, whose triggers invalidate.
+    package func snapshot(tenantID: String, id: String) throws -> SubscriberSnapshot? {
+        guard let snapshots else { return try readSnapshot(tenantID: tenantID, id: id) }
+        let (cached, epoch) = snapshots.lookup(tenantID: tenantID, id: id)
+        if let cached { return cached }
+        let snapshot = try readSnapshot(tenantID: tenantID, id: id)
+        if let snapshot { snapshots.store(snapshot, tenantID: tenantID, id: id, epoch: epoch) }
+        return snapshot
+    }
+
+    /// Snapshots held by the cache now (tests, `/metrics`).
+    package var cachedSnapshotCount: Int { snapshots?.count ?? 0 }
 
     package func write<T: Sendable>(
         _ body: @escaping @Sendable (any IdentityWriteContext) throws -> T,

@@ -46,9 +46,12 @@ struct SubscriberController {
     }
 
     func get(_ context: RequestContext) throws -> Outcome {
-        try Self.readExisting(context) { record, ctx in
-            Reply(["subscriber": Rendering.subscriber(try SubscriberSnapshot.load(record, from: ctx))])
+        let caller = try context.requireCaller()
+        let id = try context.subscriberIDParameter()
+        guard let snapshot = try Access.snapshotForRead(id, caller: caller, in: context.store, now: context.now) else {
+            throw IdentityError.subscriberNotFound
         }
+        return .reply(Self.resolved(Reply(["subscriber": Rendering.subscriber(snapshot)]), record: snapshot.record, asked: id))
     }
 
     func list(_ context: RequestContext) throws -> Outcome {
@@ -108,10 +111,15 @@ struct SubscriberController {
             guard let record = try Access.resolveForRead(id, caller: caller, in: ctx, now: context.now) else {
                 throw IdentityError.subscriberNotFound
             }
-            var reply = try body(record, ctx)
-            if record.id != id.value { reply.metadata["resolvedFrom"] = .string(id.value) }
-            return .reply(reply)
+            return .reply(resolved(try body(record, ctx), record: record, asked: id))
         }
+    }
+
+    /// `metadata.resolvedFrom` when the id asked for was not the subscriber's current one.
+    private static func resolved(_ reply: Reply, record: SubscriberRecord, asked id: SubscriberID) -> Reply {
+        var reply = reply
+        if record.id != id.value { reply.metadata["resolvedFrom"] = .string(id.value) }
+        return reply
     }
 
     func merge(_ context: RequestContext) throws -> Outcome {

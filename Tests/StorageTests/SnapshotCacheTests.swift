@@ -1,0 +1,55 @@
+import Identity
+import Testing
+
+@testable import Storage
+
+/// The cache's own rules, without a database: what it stores, what drops it, what it refuses.
+@Suite struct SnapshotCacheTests {
+    private func snapshot(key: Int64, id: String) -> SubscriberSnapshot {
+        SubscriberSnapshot(
+            record: SubscriberRecord(
+                key: key, tenantID: "tn_a", id: id, anonymous: false, verified: false, email: nil, emailSubscribed: false,
+                lastSeq: 0, eventCount: 0, createdAt: Timestamp(millis: 0), updatedAt: Timestamp(millis: 0)),
+            attributes: [], aliases: [], pushSubscriptions: [], preferences: [], devices: [])
+    }
+
+    @Test func aReadThatStartedBeforeAWriteEndedIsNotStored() {
+        let cache = SnapshotCache(budgetBytes: 1 << 20)
+        let (missed, epoch) = cache.lookup(tenantID: "tn_a", id: "u1")
+        #expect(missed == nil)
+        cache.invalidate([])  // a group ended while the read was running: it may have read the old rows
+        cache.store(snapshot(key: 1, id: "u1"), tenantID: "tn_a", id: "u1", epoch: epoch)
+        #expect(cache.count == 0)
+        #expect(cache.lookup(tenantID: "tn_a", id: "u1").snapshot == nil)
+    }
+
+    @Test func invalidatingASubscriberDropsEveryIdCachedForIt() {
+        let cache = SnapshotCache(budgetBytes: 1 << 20)
+        for id in ["u1", "anon_old", "other-alias"] {
+            let epoch = cache.lookup(tenantID: "tn_a", id: id).epoch
+            cache.store(snapshot(key: 1, id: "u1"), tenantID: "tn_a", id: id, epoch: epoch)
+        }
+        let epoch = cache.lookup(tenantID: "tn_a", id: "u2").epoch
+        cache.store(snapshot(key: 2, id: "u2"), tenantID: "tn_a", id: "u2", epoch: epoch)
+        #expect(cache.count == 4)
+        #expect(cache.lookup(tenantID: "tn_a", id: "anon_old").snapshot?.record.id == "u1")
+        #expect(cache.lookup(tenantID: "tn_b", id: "u1").snapshot == nil)  // ids are per tenant
+        cache.invalidate([1])
+        #expect(cache.count == 1)
+        #expect(cache.lookup(tenantID: "tn_a", id: "anon_old").snapshot == nil)
+        #expect(cache.lookup(tenantID: "tn_a", id: "u2").snapshot?.record.key == 2)
+    }
+
+    @Test func theBudgetBoundsWhatIsHeld() {
+        let cache = SnapshotCache(budgetBytes: 4096)
+        for key in 1...100 as ClosedRange<Int64> {
+            let id = "user-\(key)"
+            let epoch = cache.lookup(tenantID: "tn_a", id: id).epoch
+            cache.store(snapshot(key: key, id: id), tenantID: "tn_a", id: id, epoch: epoch)
+        }
+        #expect(cache.count > 0)
+        #expect(cache.count < 100)
+        let last = cache.lookup(tenantID: "tn_a", id: "user-100").snapshot
+        #expect(last?.record.key == 100)  // the newest entry is always kept
+    }
+}

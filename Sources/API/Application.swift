@@ -196,7 +196,7 @@ package final class Application: Responder {
         return mintRequestID()
     }
 
-    static func mintRequestID() -> String { "req_" + RequestIDs.next() }
+    static func mintRequestID() -> String { RequestIDs.mint() }
 }
 
 /// The wall clock.

@@ -140,7 +140,7 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
             }
         }
         guard !closed, !lingering else { return }
-        var wanted: Interest = []
+        var wanted = Interest()
         if machine.wantsRead { wanted.insert(.read) }
         if outgoingOffset < outgoing.count { wanted.insert(.write) }
         setInterest(wanted)

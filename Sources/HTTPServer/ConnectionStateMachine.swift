@@ -134,15 +134,25 @@ struct ConnectionStateMachine {
         }
     }
 
-    /// The application's (or the error renderer's) response to the request in flight.
+    /// The application's (or the error renderer's) response to the request in flight, as a
+    /// `.write` of its own bytes.
     mutating func responseReady(_ response: HTTPResponse, date: String, now: UInt64) -> Action {
-        guard case .awaitingResponse(let context) = state else { return .none }
+        var bytes: [UInt8] = []
+        guard responseReady(response, date: date, now: now, into: &bytes) else { return .none }
+        return .write(bytes)
+    }
+
+    /// The response to the request in flight, appended to `output` (the shell's reusable buffer,
+    /// so no array is allocated per response). Returns false, writing nothing, if no request
+    /// awaits one. Once the bytes are written, call `writeCompleted` as after a `.write`.
+    mutating func responseReady(_ response: HTTPResponse, date: String, now: UInt64, into output: inout [UInt8]) -> Bool {
+        guard case .awaitingResponse(let context) = state else { return false }
         let closeAfter = !context.keepAlive || draining || Self.hasToken(response.headers, "Connection", "close")
-        let bytes = serialize(response, context: context, closing: closeAfter, date: date)
+        serialize(response, context: context, closing: closeAfter, date: date, into: &output)
         state = .writing(closeAfter: closeAfter)
         // A peer that stops reading our response must not hold the connection forever.
         deadline = now &+ limits.idleTimeout
-        return .write(bytes)
+        return true
     }
 
     /// Everything queued has been written.
@@ -386,7 +396,9 @@ struct ConnectionStateMachine {
 
     /// The response's own fields are written straight into the output buffer, minus the framing
     /// ones we set ourselves; the headers array is never copied or edited per request.
-    private func serialize(_ response: HTTPResponse, context: ResponseContext, closing: Bool, date: String) -> [UInt8] {
+    private func serialize(
+        _ response: HTTPResponse, context: ResponseContext, closing: Bool, date: String, into bytes: inout [UInt8]
+    ) {
         var body = response.body
         let code = response.status.code
         // RFC 9110 §8.6: no Content-Length (and no body) on 1xx and 204.
@@ -400,8 +412,7 @@ struct ConnectionStateMachine {
             body = compressed
             gzipped = true
         }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(256 + (context.isHead ? 0 : body.count))
+        bytes.reserveCapacity(bytes.count + 256 + (context.isHead ? 0 : body.count))
         appendStatusLine(version: .http1_1, status: response.status, to: &bytes)
         var hasDate = false
         var variesByEncoding = false
@@ -435,7 +446,6 @@ struct ConnectionStateMachine {
         }
         bytes.append(contentsOf: "\r\n".utf8)  // end of the head
         if !context.isHead { bytes.append(contentsOf: body) }
-        return bytes
     }
 
     // MARK: - Header semantics

@@ -190,10 +190,11 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
     private func answer(_ response: HTTPResponse) -> ConnectionStateMachine.Action {
         defer { context.recycleOutput() }
         let date = context.dateCache.current()
-        guard machine.responseReady(response, date: date, now: monotonicNanoseconds(), into: &context.output),
-            write(context.output)
+        // One clock read for both: a synchronous write takes microseconds, deadlines are seconds.
+        let now = monotonicNanoseconds()
+        guard machine.responseReady(response, date: date, now: now, into: &context.output), write(context.output)
         else { return .none }
-        return machine.writeCompleted(now: monotonicNanoseconds())
+        return machine.writeCompleted(now: now)
     }
 
     /// Writes `bytes` now, behind anything still queued. What the socket does not take is

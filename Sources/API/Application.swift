@@ -96,7 +96,9 @@ package final class Application: Responder {
         let started = monotonicNanos()
         let requestID = Self.requestID(from: request.headers)
         let match = router.match(request.method, path: request.head.path)
-        let finish: @Sendable (HTTPResponse, String, String?) -> Void = { [logger, metrics] response, routeName, tenant in
+        // A local function, not a closure value: the synchronous paths call it without
+        // allocating a context; only the write path's callback captures what it needs.
+        @Sendable func finish(_ response: HTTPResponse, _ routeName: String, _ tenant: String?) {
             let nanos = monotonicNanos() - started
             metrics.recordRequest(route: routeName, status: response.status.code, nanos: nanos)
             if logger.isEnabled(.info) {
@@ -196,7 +198,7 @@ package final class Application: Responder {
         return mintRequestID()
     }
 
-    static func mintRequestID() -> String { "req_" + RequestIDs.next() }
+    static func mintRequestID() -> String { RequestIDs.mint() }
 }
 
 /// The wall clock.

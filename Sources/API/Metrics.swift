@@ -1,3 +1,4 @@
+import Glibc
 import Synchronization
 
 /// Counters and histograms for `GET /metrics`, in the Prometheus text format.
@@ -17,21 +18,43 @@ package final class Metrics: Sendable {
             sum += value
             count += 1
         }
+        /// Adds another histogram over the same bounds (merging shards).
+        mutating func add(_ other: Histogram) {
+            for i in buckets.indices { buckets[i] += other.buckets[i] }
+            sum += other.sum
+            count += other.count
+        }
     }
 
     private struct State {
-        var requests: [RequestKey: UInt64] = [:]
-        var latency: [String: Histogram] = [:]
         var merges: [String: UInt64] = [:]
         var batchSizes = Histogram(Metrics.batchBuckets)
         var commitLatency = Histogram(Metrics.latencyBuckets)
     }
-    /// Route and status of a request count: a struct, not an interpolated String, so counting
-    /// allocates nothing (route names are built once per route).
-    private struct RequestKey: Hashable {
-        var route: String
-        var status: Int
+    /// Counts and latencies of one route: one dictionary entry per route, so a request costs
+    /// one lookup. Statuses per route are few, a short list beats a second hash.
+    private struct RouteStats {
+        var statuses: [(status: Int, count: UInt64)] = []
+        var latency = Histogram(Metrics.latencyBuckets)
+
+        mutating func record(status: Int, seconds: Double) {
+            if let i = statuses.firstIndex(where: { $0.status == status }) {
+                statuses[i].count += 1
+            } else {
+                statuses.append((status, 1))
+            }
+            latency.observe(seconds, bounds: Metrics.latencyBuckets)
+        }
     }
+    /// A slice of the request counters that only a few threads (usually one) write, so the
+    /// event loops do not all queue on one lock and bounce its cache line per request.
+    private final class Shard: Sendable {
+        let routes = Mutex<[String: RouteStats]>([:])
+        // Keeps shards allocated one after another on separate cache lines.
+        private let padding: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+    }
+    private static let shardCount = 16
+    private let shards = (0..<Metrics.shardCount).map { _ in Shard() }
     private let state = Mutex(State())
     /// Gauges read at scrape time (open connections, database size), set by the wiring.
     private let gauges = Mutex<[String: @Sendable () -> Double]>([:])
@@ -40,9 +63,8 @@ package final class Metrics: Sendable {
 
     func recordRequest(route: String, status: Int, nanos: UInt64) {
         let seconds = Double(nanos) / 1e9
-        state.withLock { state in
-            state.requests[RequestKey(route: route, status: status), default: 0] += 1
-            state.latency[route, default: Histogram(Self.latencyBuckets)].observe(seconds, bounds: Self.latencyBuckets)
+        shards[ThreadSlot.current % Self.shardCount].routes.withLock { routes in
+            routes[route, default: RouteStats()].record(status: status, seconds: seconds)
         }
     }
 
@@ -69,18 +91,27 @@ package final class Metrics: Sendable {
     package func render() -> String {
         var out = ""
         let snapshot = state.withLock { $0 }
+        // The shards merged: per route and status, and per route.
+        var requests: [RequestKey: UInt64] = [:]
+        var latency: [String: Histogram] = [:]
+        for shard in shards {
+            for (route, stats) in shard.routes.withLock({ $0 }) {
+                for entry in stats.statuses { requests[RequestKey(route: route, status: entry.status), default: 0] += entry.count }
+                latency[route, default: Histogram(Self.latencyBuckets)].add(stats.latency)
+            }
+        }
         out += "# HELP buzzkit_http_requests_total Requests answered, by route and status.\n"
         out += "# TYPE buzzkit_http_requests_total counter\n"
         // Sorted as the former "route\0status" string keys were: by route, then status as text.
-        let requests = snapshot.requests.sorted {
+        let sortedRequests = requests.sorted {
             ($0.key.route, String($0.key.status)) < ($1.key.route, String($1.key.status))
         }
-        for (key, count) in requests {
+        for (key, count) in sortedRequests {
             out += "buzzkit_http_requests_total{route=\"\(key.route)\",status=\"\(key.status)\"} \(count)\n"
         }
         out += "# HELP buzzkit_http_request_duration_seconds Time from routing to the response, by route.\n"
         out += "# TYPE buzzkit_http_request_duration_seconds histogram\n"
-        for (route, histogram) in snapshot.latency.sorted(by: { $0.key < $1.key }) {
+        for (route, histogram) in latency.sorted(by: { $0.key < $1.key }) {
             out += Self.render("buzzkit_http_request_duration_seconds", histogram, bounds: Self.latencyBuckets, labels: "route=\"\(route)\",")
         }
         out += "# HELP buzzkit_merges_total Identify and merge outcomes, by shape.\n"
@@ -113,5 +144,30 @@ package final class Metrics: Sendable {
 
     private static func number(_ v: Double) -> String {
         v == v.rounded() && abs(v) < 1e15 ? String(Int64(v)) : String(v)
+    }
+}
+
+/// Route and status of a request count, for merging shards at scrape time.
+private struct RequestKey: Hashable {
+    var route: String
+    var status: Int
+}
+
+/// A small number per thread, handed out in order of first use, so each event loop thread
+/// gets its own metrics shard without a shared lock. Read through a pthread key: cheap, and
+/// threads that come and go (tests) just take new numbers.
+enum ThreadSlot {
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        precondition(pthread_key_create(&key, nil) == 0, "pthread_key_create failed")
+        return key
+    }()
+    private static let next = Atomic<Int>(0)
+
+    static var current: Int {
+        if let stored = pthread_getspecific(key) { return Int(bitPattern: stored) - 1 }
+        let slot = next.add(1, ordering: .relaxed).oldValue
+        pthread_setspecific(key, UnsafeRawPointer(bitPattern: slot + 1))
+        return slot
     }
 }

@@ -45,14 +45,6 @@ struct RequestHeadScanner {
         case invalid(HTTPParseError)
     }
 
-    /// Byte offsets of one field line; the value is not yet trimmed.
-    struct FieldSpan {
-        var nameStart: Int
-        var nameEnd: Int
-        var valueStart: Int
-        var valueEnd: Int
-    }
-
     /// Where the scanner is in the grammar; each phase is entered at `i`.
     private enum Phase {
         case leadingLines, method, targetFirst, target, version, lineStart, name, value
@@ -63,11 +55,8 @@ struct RequestHeadScanner {
 
     private var phase = Phase.leadingLines
     private var i = 0
-    /// Offsets are recorded only in a scan from the first byte; a resumed scan only validates.
-    private var recording = true
     private var fieldCount = 0
     private var lineStart = 0
-    private var nameEnd = 0
 
     private(set) var methodStart = 0
     private(set) var methodEnd = 0
@@ -75,7 +64,10 @@ struct RequestHeadScanner {
     private(set) var targetEnd = 0
     private var versionStart = 0
     private(set) var version = HTTPVersion.http1_1
-    private(set) var fields: [FieldSpan] = []
+    /// Where the field lines begin and where the blank line ending them begins. The lines
+    /// are not recorded one by one (an array per request): `makeHead` splits them again.
+    private var fieldsStart = 0
+    private var fieldsEnd = 0
 
     init(bytes: UnsafeRawBufferPointer, limits: HTTPParserLimits) {
         self.bytes = bytes
@@ -121,7 +113,6 @@ struct RequestHeadScanner {
 
         if token & Self.fieldLinesFlag != 0 {
             let phaseCode = (token >> Self.phaseShift) & 3
-            recording = false
             i = p
             fieldCount = token >> Self.fieldCountShift
             // A resumed name already has a byte (the line start is not resumed into `.name`),
@@ -146,7 +137,6 @@ struct RequestHeadScanner {
         }
         guard p > requestLineStart else { return false }
 
-        recording = false
         i = p
         methodStart = requestLineStart
         // Inside the request line: the SPs tell the part.
@@ -320,6 +310,7 @@ struct RequestHeadScanner {
                     return .invalid(.versionNotSupported("HTTP/\(major).\(minor) is not supported"))
                 }
                 version = HTTPVersion(major: major, minor: minor)
+                fieldsStart = i
                 phase = .lineStart
 
             case .lineStart:
@@ -332,6 +323,7 @@ struct RequestHeadScanner {
                     guard bytes[i + 1] == HTTPBytes.lf else {
                         return .invalid(.badRequest("bare CR at the end of the header section"))
                     }
+                    fieldsEnd = i
                     return .complete(consumed: i + 2)
                 }
                 if b0 == HTTPBytes.lf { return .invalid(.badRequest("bare LF in the header section")) }
@@ -363,13 +355,11 @@ struct RequestHeadScanner {
                     i += 1
                 }
                 guard i > lineStart else { return .invalid(.badRequest("empty field name")) }
-                nameEnd = i
                 i += 1
                 phase = .value
 
             case .value:
                 // VCHAR, obs-text, SP, HTAB; CRLF ends it.
-                let valueStart = nameEnd + 1
                 while true {
                     guard i < stop else { return outOfBytes(needing: i, validated: i) }
                     let b = bytes[i]
@@ -384,10 +374,6 @@ struct RequestHeadScanner {
                 guard bytes[i + 1] == HTTPBytes.lf else {
                     return .invalid(.badRequest("bare CR in a field value"))
                 }
-                if recording {
-                    fields.append(
-                        FieldSpan(nameStart: lineStart, nameEnd: nameEnd, valueStart: valueStart, valueEnd: i))
-                }
                 i += 2
                 phase = .lineStart
             }
@@ -397,13 +383,21 @@ struct RequestHeadScanner {
     /// Builds the head from the recorded offsets; call only after `run` returned `.complete` from 0.
     func makeHead() -> HTTPRequestHead {
         var list: [(name: String, value: String)] = []
-        list.reserveCapacity(fields.count)
-        for field in fields {
-            var start = field.valueStart
-            var end = field.valueEnd
+        list.reserveCapacity(fieldCount)
+        // The field lines are valid, so each name ends at the line's first colon (a token holds
+        // none) and each value at the line's first CR.
+        var lineStart = fieldsStart
+        while lineStart < fieldsEnd {
+            var colon = lineStart
+            while bytes[colon] != HTTPBytes.colon { colon += 1 }
+            var lineEnd = colon + 1
+            while bytes[lineEnd] != HTTPBytes.cr { lineEnd += 1 }
+            var start = colon + 1
+            var end = lineEnd
             while start < end, HTTPBytes.isOWS(bytes[start]) { start += 1 }
             while end > start, HTTPBytes.isOWS(bytes[end - 1]) { end -= 1 }
-            list.append((name: string(field.nameStart, field.nameEnd), value: string(start, end)))
+            list.append((name: string(lineStart, colon), value: string(start, end)))
+            lineStart = lineEnd + 2
         }
         let headers = HTTPHeaders(list)
         return HTTPRequestHead(

@@ -192,12 +192,17 @@ package struct HTTPRequestHead: Sendable {
 
     /// The path part of the target, before any `?`.
     package var path: Substring {
-        target.firstIndex(of: "?").map { target[..<$0] } ?? target[...]
+        queryMark.map { target[..<$0] } ?? target[...]
     }
 
     /// The query after `?`, if any.
     package var query: Substring? {
-        target.firstIndex(of: "?").map { target[target.index(after: $0)...] }
+        queryMark.map { target[target.utf8.index(after: $0)...] }
+    }
+
+    /// Where `?` is. Searched in the UTF-8 view: an ASCII byte needs no grapheme breaking.
+    private var queryMark: String.Index? {
+        target.utf8.firstIndex(of: UInt8(ascii: "?"))
     }
 }
 

@@ -134,15 +134,25 @@ struct ConnectionStateMachine {
         }
     }
 
-    /// The application's (or the error renderer's) response to the request in flight.
+    /// The application's (or the error renderer's) response to the request in flight, as a
+    /// `.write` of its own bytes.
     mutating func responseReady(_ response: HTTPResponse, date: String, now: UInt64) -> Action {
-        guard case .awaitingResponse(let context) = state else { return .none }
+        var bytes: [UInt8] = []
+        guard responseReady(response, date: date, now: now, into: &bytes) else { return .none }
+        return .write(bytes)
+    }
+
+    /// The response to the request in flight, appended to `output` (the shell's reusable buffer,
+    /// so no array is allocated per response). Returns false, writing nothing, if no request
+    /// awaits one. Once the bytes are written, call `writeCompleted` as after a `.write`.
+    mutating func responseReady(_ response: HTTPResponse, date: String, now: UInt64, into output: inout [UInt8]) -> Bool {
+        guard case .awaitingResponse(let context) = state else { return false }
         let closeAfter = !context.keepAlive || draining || Self.hasToken(response.headers, "Connection", "close")
-        let bytes = serialize(response, context: context, closing: closeAfter, date: date)
+        serialize(response, context: context, closing: closeAfter, date: date, into: &output)
         state = .writing(closeAfter: closeAfter)
         // A peer that stops reading our response must not hold the connection forever.
         deadline = now &+ limits.idleTimeout
-        return .write(bytes)
+        return true
     }
 
     /// Everything queued has been written.
@@ -269,7 +279,7 @@ struct ConnectionStateMachine {
         state = .readingBody(BodyReader(head: head, context: context, framing: readerFraming, decompressor: decompressor))
         // RFC 9110 §10.1.1: send 100 only if the client waits for it and nothing of the body came yet.
         if head.version == .http1_1, readIndex == buffer.count,
-            Self.hasToken(head.headers.values("Expect"), "100-continue")
+            Self.hasToken(head.headers, "Expect", "100-continue")
         {
             return .write(Self.continueBytes)
         }
@@ -386,7 +396,9 @@ struct ConnectionStateMachine {
 
     /// The response's own fields are written straight into the output buffer, minus the framing
     /// ones we set ourselves; the headers array is never copied or edited per request.
-    private func serialize(_ response: HTTPResponse, context: ResponseContext, closing: Bool, date: String) -> [UInt8] {
+    private func serialize(
+        _ response: HTTPResponse, context: ResponseContext, closing: Bool, date: String, into bytes: inout [UInt8]
+    ) {
         var body = response.body
         let code = response.status.code
         // RFC 9110 §8.6: no Content-Length (and no body) on 1xx and 204.
@@ -400,8 +412,7 @@ struct ConnectionStateMachine {
             body = compressed
             gzipped = true
         }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(256 + (context.isHead ? 0 : body.count))
+        bytes.reserveCapacity(bytes.count + 256 + (context.isHead ? 0 : body.count))
         appendStatusLine(version: .http1_1, status: response.status, to: &bytes)
         var hasDate = false
         var variesByEncoding = false
@@ -435,25 +446,23 @@ struct ConnectionStateMachine {
         }
         bytes.append(contentsOf: "\r\n".utf8)  // end of the head
         if !context.isHead { bytes.append(contentsOf: body) }
-        return bytes
     }
 
     // MARK: - Header semantics
 
     /// RFC 9112 §9.3: 1.1 persists unless `close`; 1.0 only with `keep-alive`.
     static func keepAlive(_ head: HTTPRequestHead) -> Bool {
-        let connection = head.headers.values("Connection")
-        if hasToken(connection, "close") { return false }
+        if hasToken(head.headers, "Connection", "close") { return false }
         if head.version == .http1_1 { return true }
-        return head.version == .http1_0 && hasToken(connection, "keep-alive")
+        return head.version == .http1_0 && hasToken(head.headers, "Connection", "keep-alive")
     }
 
     /// Whether `Accept-Encoding` allows gzip with a non-zero q (RFC 9110 §12.5.3).
     static func acceptsGzip(_ headers: HTTPHeaders) -> Bool {
         var gzipQ: Double?
         var starQ: Double?
-        for value in headers.values("Accept-Encoding") {
-            for element in value.split(separator: ",") {
+        for field in headers where HTTPHeaders.namesEqual(field.name, "Accept-Encoding") {
+            for element in field.value.split(separator: ",") {
                 let parts = element.split(separator: ";")
                 guard let first = parts.first else { continue }
                 let coding = first.trimmingASCIISpaces().lowercased()
@@ -475,8 +484,8 @@ struct ConnectionStateMachine {
     /// The request body's content coding (RFC 9110 §8.4); only one layer of gzip is supported.
     static func contentCoding(_ headers: HTTPHeaders) -> ContentCoding {
         var codings: [String] = []
-        for value in headers.values("Content-Encoding") {
-            for element in value.split(separator: ",") {
+        for field in headers where HTTPHeaders.namesEqual(field.name, "Content-Encoding") {
+            for element in field.value.split(separator: ",") {
                 let coding = element.trimmingASCIISpaces().lowercased()
                 if !coding.isEmpty && coding != "identity" { codings.append(coding) }
             }
@@ -486,16 +495,49 @@ struct ConnectionStateMachine {
         return .unsupported
     }
 
-    /// Whether a comma-separated header lists `token`, ASCII case-insensitively.
     /// `hasToken` over the values of field `name`, without collecting them into an array.
     static func hasToken(_ headers: HTTPHeaders, _ name: String, _ token: String) -> Bool {
-        headers.contains { HTTPHeaders.namesEqual($0.name, name) && hasToken([$0.value], token) }
+        headers.contains { HTTPHeaders.namesEqual($0.name, name) && hasToken(in: $0.value, token) }
     }
 
+    /// Whether a comma-separated header lists `token`, ASCII case-insensitively.
     static func hasToken(_ values: [String], _ token: String) -> Bool {
-        values.contains { value in
-            value.split(separator: ",").contains { HTTPHeaders.namesEqual(String($0.trimmingASCIISpaces()), token) }
+        values.contains { hasToken(in: $0, token) }
+    }
+
+    /// One field value. An ASCII value (nearly all) is scanned as bytes, with no substrings;
+    /// any other is split by Character as before, where a comma followed by a combining mark
+    /// is not a separator.
+    static func hasToken(in value: String, _ token: String) -> Bool {
+        var contiguous = value
+        let scanned = contiguous.withUTF8 { bytes -> Bool? in
+            guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
+            var elementStart = 0
+            while elementStart <= bytes.count {
+                var elementEnd = elementStart
+                while elementEnd < bytes.count, bytes[elementEnd] != UInt8(ascii: ",") { elementEnd += 1 }
+                var start = elementStart
+                var end = elementEnd
+                while start < end, bytes[start] == UInt8(ascii: " ") || bytes[start] == UInt8(ascii: "\t") { start += 1 }
+                while end > start, bytes[end - 1] == UInt8(ascii: " ") || bytes[end - 1] == UInt8(ascii: "\t") { end -= 1 }
+                if asciiCaseInsensitiveEqual(UnsafeBufferPointer(rebasing: bytes[start..<end]), token) { return true }
+                elementStart = elementEnd + 1
+            }
+            return false
         }
+        if let scanned { return scanned }
+        return value.split(separator: ",").contains { HTTPHeaders.namesEqual(String($0.trimmingASCIISpaces()), token) }
+    }
+
+    private static func asciiCaseInsensitiveEqual(_ bytes: UnsafeBufferPointer<UInt8>, _ token: String) -> Bool {
+        let utf8 = token.utf8
+        guard bytes.count == utf8.count else { return false }
+        for (x, y) in zip(bytes, utf8) where x != y {
+            let lx = (x >= 65 && x <= 90) ? x | 0x20 : x
+            let ly = (y >= 65 && y <= 90) ? y | 0x20 : y
+            if lx != ly { return false }
+        }
+        return true
     }
 }
 

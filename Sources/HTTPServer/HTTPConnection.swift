@@ -8,6 +8,10 @@ final class LoopContext: @unchecked Sendable {
     /// One read buffer per loop: bytes are copied out of it into the connection's own buffer,
     /// so an idle connection holds no read buffer at all.
     let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 8)
+    /// One response buffer per loop: a response is serialized into it and written at once;
+    /// only what the socket does not take is copied into the connection, so no array is
+    /// allocated per response and an idle connection holds no output buffer.
+    var output: [UInt8] = []
     var dateCache = DateCache()
     var connections: [ObjectIdentifier: HTTPConnection] = [:]
     var draining = false
@@ -18,6 +22,11 @@ final class LoopContext: @unchecked Sendable {
     }
 
     deinit { scratch.deallocate() }
+
+    /// Empties the output buffer for the next response, giving back an unusually large one.
+    func recycleOutput() {
+        if output.capacity > 64 * 1024 { output = [] } else { output.removeAll(keepingCapacity: true) }
+    }
 }
 
 /// The I/O shell around `ConnectionStateMachine`: reads, writes, timers, and calling the
@@ -98,6 +107,9 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
             case .processed(let count):
                 run(machine.bytesRead(UnsafeRawBufferPointer(rebasing: context.scratch[0..<count]), now: monotonicNanoseconds()))
                 if closed || !machine.wantsRead || lingering { return }
+                // A short read drained the socket: another read would almost always be an EAGAIN
+                // syscall per request. Epoll is level-triggered, so later bytes still wake us.
+                if count < context.scratch.count { return }
             }
         }
     }
@@ -127,17 +139,16 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
                 action = machine.writeCompleted(now: monotonicNanoseconds())
             case .deliver(let request):
                 guard let response = dispatch(request) else { break loop }
-                action = machine.responseReady(response, date: context.dateCache.current(), now: monotonicNanoseconds())
+                action = answer(response)
             case .renderError(let error, let head):
-                let response = context.server.responder.respond(toProtocolError: error, requestHead: head)
-                action = machine.responseReady(response, date: context.dateCache.current(), now: monotonicNanoseconds())
+                action = answer(context.server.responder.respond(toProtocolError: error, requestHead: head))
             case .close(let graceful):
                 if graceful { beginLinger() } else { finalClose() }
                 break loop
             }
         }
         guard !closed, !lingering else { return }
-        var wanted: Interest = []
+        var wanted = Interest()
         if machine.wantsRead { wanted.insert(.read) }
         if outgoingOffset < outgoing.count { wanted.insert(.write) }
         setInterest(wanted)
@@ -170,7 +181,51 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
     /// An asynchronous completion, back on the loop. The connection may have closed meanwhile.
     private func completed(_ response: HTTPResponse, serial: UInt64) {
         guard !closed, !lingering, serial == self.serial else { return }
-        run(machine.responseReady(response, date: context.dateCache.current(), now: monotonicNanoseconds()))
+        run(answer(response))
+    }
+
+    /// Serializes the response into the loop's output buffer and writes it. Returns the
+    /// machine's next action once all of it is out; `.none` while the socket is full (the rest
+    /// waits in `outgoing`) or after the connection failed.
+    private func answer(_ response: HTTPResponse) -> ConnectionStateMachine.Action {
+        defer { context.recycleOutput() }
+        let date = context.dateCache.current()
+        // One clock read for both: a synchronous write takes microseconds, deadlines are seconds.
+        let now = monotonicNanoseconds()
+        guard machine.responseReady(response, date: date, now: now, into: &context.output), write(context.output)
+        else { return .none }
+        return machine.writeCompleted(now: now)
+    }
+
+    /// Writes `bytes` now, behind anything still queued. What the socket does not take is
+    /// copied into `outgoing` and write interest is armed. True when everything is out.
+    private func write(_ bytes: [UInt8]) -> Bool {
+        if outgoingOffset < outgoing.count {
+            outgoing.append(contentsOf: bytes)
+            return flush()
+        }
+        var written = 0
+        while written < bytes.count {
+            let result: IOResult<Int>
+            do {
+                result = try bytes.withUnsafeBytes { all in
+                    try Socket.write(fd, UnsafeRawBufferPointer(rebasing: all[written...]))
+                }
+            } catch {
+                finalClose()
+                return false
+            }
+            switch result {
+            case .processed(let count):
+                written += count
+            case .wouldBlock:
+                outgoing = Array(bytes[written...])
+                outgoingOffset = 0
+                setInterest(interest.union(.write))
+                return false
+            }
+        }
+        return true
     }
 
     /// Writes queued bytes. True when everything is out; false if the socket is full (write
@@ -194,8 +249,8 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
                 return false
             }
         }
-        // Drop the buffer: the next response arrives as its own array, and an idle connection
-        // should hold nothing.
+        // Drop the buffer: the next response goes through the loop's output buffer, and an idle
+        // connection should hold nothing.
         outgoing = []
         outgoingOffset = 0
         if interest.contains(.write) { setInterest(interest.subtracting(.write)) }

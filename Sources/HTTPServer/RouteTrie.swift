@@ -1,0 +1,153 @@
+import HTTP1
+
+/// The method-and-path trie behind `Router`, kept free of the handler type: a generic type
+/// used from another module runs unspecialized, paying runtime metadata lookups on every
+/// match, while this one compiles to concrete code. Handlers are referred to by slot.
+///
+/// Segments are read from the path's UTF-8 in place (no array of substrings, no `String` per
+/// segment); literal children are few per node, so a byte comparison beats hashing.
+struct RouteTrie: Sendable {
+    enum Match {
+        case found(slot: Int, parameters: [String: String])
+        case methodNotAllowed(allowed: [HTTPMethod])
+        case notFound
+    }
+
+    private struct Literal: Sendable {
+        var bytes: [UInt8]
+        var child: Int
+    }
+
+    private struct Endpoint: Sendable {
+        var method: HTTPMethod
+        var slot: Int
+    }
+
+    private struct Node: Sendable {
+        var literals: [Literal] = []
+        var parameterName: String?
+        var parameterChild: Int?
+        var endpoints: [Endpoint] = []
+    }
+
+    /// One decoded path parameter while the search may still backtrack.
+    private struct Parameter {
+        var name: String
+        var value: String
+    }
+
+    // Nodes live in one array and refer to each other by index: value semantics, no classes.
+    private var nodes: [Node] = [Node()]
+
+    /// Adds (or, for the same method and shape, replaces) the route to `slot`.
+    mutating func add(_ method: HTTPMethod, _ path: String, slot: Int) {
+        var current = 0
+        for segment in path.split(separator: "/") {
+            if segment.hasPrefix(":") {
+                let name = String(segment.dropFirst())
+                if let child = nodes[current].parameterChild {
+                    precondition(
+                        nodes[current].parameterName == name,
+                        "conflicting parameter names :\(nodes[current].parameterName ?? "") and :\(name) in \(path)")
+                    current = child
+                } else {
+                    nodes.append(Node())
+                    nodes[current].parameterName = name
+                    nodes[current].parameterChild = nodes.count - 1
+                    current = nodes.count - 1
+                }
+            } else {
+                let bytes = Array(segment.utf8)
+                if let existing = nodes[current].literals.first(where: { $0.bytes == bytes }) {
+                    current = existing.child
+                } else {
+                    nodes.append(Node())
+                    nodes[current].literals.append(Literal(bytes: bytes, child: nodes.count - 1))
+                    current = nodes.count - 1
+                }
+            }
+        }
+        nodes[current].endpoints.removeAll { $0.method == method }
+        nodes[current].endpoints.append(Endpoint(method: method, slot: slot))
+    }
+
+    /// Matches a request path (without query); see `Router.match`.
+    func match(_ method: HTTPMethod, path: Substring) -> Match {
+        var path = path
+        var parameters: [Parameter] = []
+        let found = path.withUTF8 { find($0, from: 0, node: 0, parameters: &parameters) }
+        guard let node = found else { return .notFound }
+        // Most routes have no parameter: skip building (and hashing into) a dictionary for them.
+        var dictionary: [String: String] = [:]
+        for parameter in parameters { dictionary[parameter.name] = parameter.value }
+        let endpoints = nodes[node].endpoints
+        if let endpoint = endpoints.first(where: { $0.method == method }) {
+            return .found(slot: endpoint.slot, parameters: dictionary)
+        }
+        // RFC 9110 §9.3.2: HEAD is GET without the body.
+        if method == .HEAD, let endpoint = endpoints.first(where: { $0.method == .GET }) {
+            return .found(slot: endpoint.slot, parameters: dictionary)
+        }
+        var allowed = endpoints.map(\.method)
+        if allowed.contains(.GET) && !allowed.contains(.HEAD) { allowed.append(.HEAD) }
+        return .methodNotAllowed(allowed: allowed)
+    }
+
+    /// Depth-first from `start`: literal child first, then the parameter child. Empty segments
+    /// are skipped (`//a/` is `/a`). Only nodes with endpoints end a match.
+    private func find(
+        _ path: UnsafeBufferPointer<UInt8>, from start: Int, node index: Int, parameters: inout [Parameter]
+    ) -> Int? {
+        let slash = UInt8(ascii: "/")
+        var segmentStart = start
+        while segmentStart < path.count, path[segmentStart] == slash { segmentStart += 1 }
+        guard segmentStart < path.count else {
+            return nodes[index].endpoints.isEmpty ? nil : index
+        }
+        var segmentEnd = segmentStart
+        while segmentEnd < path.count, path[segmentEnd] != slash { segmentEnd += 1 }
+        let segment = UnsafeBufferPointer(rebasing: path[segmentStart..<segmentEnd])
+
+        if let literal = nodes[index].literals.first(where: { $0.bytes.elementsEqual(segment) }),
+            let found = find(path, from: segmentEnd, node: literal.child, parameters: &parameters)
+        {
+            return found
+        }
+        if let child = nodes[index].parameterChild, let name = nodes[index].parameterName,
+            let value = percentDecode(segment)
+        {
+            parameters.append(Parameter(name: name, value: value))
+            if let found = find(path, from: segmentEnd, node: child, parameters: &parameters) { return found }
+            parameters.removeLast()
+        }
+        return nil
+    }
+}
+
+/// Decodes `%XX` escapes (RFC 3986 §2.1); nil for a malformed escape or invalid UTF-8.
+func percentDecode(_ segment: UnsafeBufferPointer<UInt8>) -> String? {
+    guard segment.contains(UInt8(ascii: "%")) else { return String(decoding: segment, as: UTF8.self) }
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(segment.count)
+    var iterator = segment.makeIterator()
+    while let byte = iterator.next() {
+        guard byte == UInt8(ascii: "%") else {
+            bytes.append(byte)
+            continue
+        }
+        guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+            return nil
+        }
+        bytes.append(high << 4 | low)
+    }
+    return String(validating: bytes, as: UTF8.self)
+}
+
+private func hexValue(_ byte: UInt8) -> UInt8? {
+    switch byte {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+    case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+    default: nil
+    }
+}

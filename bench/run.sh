@@ -117,6 +117,9 @@ record() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RESULTS"; }
 wrk_run() {
     local name=$1 who=$2 run=$3 conns=$4 url=$5; shift 5
     local file="$OUT/$name-$who-$run.txt"
+    # Start from a clean disk: the ceiling's 260 MB database copies are still being written back,
+    # and on ext4 (data=ordered) our fsyncs would wait behind them (100+ ms write stalls).
+    sync
     local cpu_before=0
     if [ "$who" = buzzkit ]; then cpu_before=$(server_cpu_ticks); fi
     wrk -t2 -c"$conns" -d"${DUR}s" --timeout 10s --latency "$url" "$@" >"$file" 2>&1 || true
@@ -143,6 +146,7 @@ ceiling_run() {
     local scenarios=$1 run=$2 anon_from=$3 file="$OUT/ceiling-$1-$2.txt"
     cp "$WORK/seed.sqlite" "$WORK/ceiling.sqlite"
     rm -f "$WORK/ceiling.sqlite-wal" "$WORK/ceiling.sqlite-shm"
+    sync   # the copy's write-back must not land in the ceiling's fsyncs either
     "$CEILING" bench "$WORK/ceiling.sqlite" "$TENANT" "$DUR" $PEOPLE "$anon_from" "$SECRET_HASH" $BIG "$scenarios" >"$file"
     while read -r name value unit; do
         record "ceiling_$name" sqlite "$run" "$value" 0 0

@@ -218,6 +218,33 @@ import Testing
         #expect(try Database(path: path).queryOne("SELECT count(*) FROM t")?.int(0) == 30)
     }
 
+    /// A WAL grown while a reader pinned its snapshot (as a backup does) is cut back to zero
+    /// bytes at the first pause in writes, not while they flow.
+    @Test func aPauseInWritesTruncatesAGrownWAL() throws {
+        let writer = try makeWriter()
+        try writer.checkpointInBackground(every: .milliseconds(20))
+        let pinned = try Database(path: path)
+        try pinned.execute("BEGIN")
+        _ = try pinned.queryOne("SELECT count(*) FROM t")  // holds a snapshot: no checkpoint can finish
+        for value in 0..<200 {
+            try writer.write { db in try db.execute("INSERT INTO t(v) VALUES (?)", [String(repeating: "x", count: 2000) + "\(value)"]) }
+        }
+        let walPath = path + "-wal"
+        func walBytes() -> Int { (try? FileManager.default.attributesOfItem(atPath: walPath)[.size] as? Int) ?? -1 }
+        Thread.sleep(forTimeInterval: 0.1)
+        #expect(walBytes() > 200 * 2000)  // a pause, but the reader still holds the log
+        try pinned.execute("COMMIT")
+        pinned.close()
+        var waited = 0.0
+        while walBytes() != 0 && waited < 3 {
+            Thread.sleep(forTimeInterval: 0.02)
+            waited += 0.02
+        }
+        #expect(walBytes() == 0)
+        writer.close()
+        #expect(try Database(path: path).queryOne("SELECT count(*) FROM t")?.int(0) == 200)
+    }
+
     // MARK: - Readers
 
     @Test func readersSeeCommittedSnapshotsWhileTheWriterWrites() throws {

@@ -72,8 +72,13 @@ package struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
 
     /// ASCII case-insensitive comparison; field names are tokens, so ASCII is all there is.
     package static func namesEqual(_ a: String, _ b: String) -> Bool {
-        let a = a.utf8
-        let b = b.utf8
+        var a = a
+        var b = b
+        return a.withUTF8 { x in b.withUTF8 { y in asciiCaseInsensitiveEqual(x, y) } }
+    }
+
+    /// `namesEqual` for bytes already in a buffer (a token inside a field value).
+    package static func asciiCaseInsensitiveEqual(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
         guard a.count == b.count else { return false }
         for (x, y) in zip(a, b) where x != y {
             let lx = (x >= 65 && x <= 90) ? x | 0x20 : x

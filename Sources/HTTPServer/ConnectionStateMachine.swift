@@ -530,14 +530,8 @@ struct ConnectionStateMachine {
     }
 
     private static func asciiCaseInsensitiveEqual(_ bytes: UnsafeBufferPointer<UInt8>, _ token: String) -> Bool {
-        let utf8 = token.utf8
-        guard bytes.count == utf8.count else { return false }
-        for (x, y) in zip(bytes, utf8) where x != y {
-            let lx = (x >= 65 && x <= 90) ? x | 0x20 : x
-            let ly = (y >= 65 && y <= 90) ? y | 0x20 : y
-            if lx != ly { return false }
-        }
-        return true
+        var token = token
+        return token.withUTF8 { HTTPHeaders.asciiCaseInsensitiveEqual(bytes, $0) }
     }
 }
 

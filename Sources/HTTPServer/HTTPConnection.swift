@@ -205,55 +205,58 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
             return flush()
         }
         var written = 0
-        while written < bytes.count {
-            let result: IOResult<Int>
-            do {
-                result = try bytes.withUnsafeBytes { all in
-                    try Socket.write(fd, UnsafeRawBufferPointer(rebasing: all[written...]))
-                }
-            } catch {
-                finalClose()
-                return false
-            }
-            switch result {
-            case .processed(let count):
-                written += count
-            case .wouldBlock:
-                outgoing = Array(bytes[written...])
-                outgoingOffset = 0
-                setInterest(interest.union(.write))
-                return false
-            }
+        switch send(bytes, from: &written) {
+        case true?:
+            return true
+        case false?:
+            outgoing = Array(bytes[written...])
+            outgoingOffset = 0
+            setInterest(interest.union(.write))
+            return false
+        case nil:
+            return false
         }
-        return true
     }
 
     /// Writes queued bytes. True when everything is out; false if the socket is full (write
     /// interest is armed) or the connection failed and closed.
     private func flush() -> Bool {
-        while outgoingOffset < outgoing.count {
-            let result: IOResult<Int>
-            do {
-                result = try outgoing.withUnsafeBytes { all in
-                    try Socket.write(fd, UnsafeRawBufferPointer(rebasing: all[outgoingOffset...]))
-                }
-            } catch {
-                finalClose()
-                return false
-            }
-            switch result {
-            case .processed(let count):
-                outgoingOffset += count
-            case .wouldBlock:
-                setInterest(interest.union(.write))
-                return false
-            }
+        switch send(outgoing, from: &outgoingOffset) {
+        case true?:
+            break
+        case false?:
+            setInterest(interest.union(.write))
+            return false
+        case nil:
+            return false
         }
         // Drop the buffer: the next response goes through the loop's output buffer, and an idle
         // connection should hold nothing.
         outgoing = []
         outgoingOffset = 0
         if interest.contains(.write) { setInterest(interest.subtracting(.write)) }
+        return true
+    }
+
+    /// Writes `bytes[offset...]` until all is out (true) or the socket is full (false),
+    /// advancing `offset`; nil when the connection failed and was closed.
+    private func send(_ bytes: [UInt8], from offset: inout Int) -> Bool? {
+        while offset < bytes.count {
+            let result: IOResult<Int>
+            do {
+                let start = offset
+                result = try bytes.withUnsafeBytes { all in
+                    try Socket.write(fd, UnsafeRawBufferPointer(rebasing: all[start...]))
+                }
+            } catch {
+                finalClose()
+                return nil
+            }
+            switch result {
+            case .processed(let count): offset += count
+            case .wouldBlock: return false
+            }
+        }
         return true
     }
 

@@ -195,9 +195,10 @@ package final class DatabaseWriter: Sendable {
     /// so a WAL that grew (a backup pins a snapshot; a flood outruns the checkpoints) goes back
     /// to zero bytes once writes pause. Its connection never waits for a lock (busy timeout 0):
     /// a truncate that would have to wait for a reader or writer just tries again next pause.
-    /// The WAL is not cut while writes flow: `journal_size_limit`, which truncates at every log
-    /// restart, made the file regrow block by block under a flood, each commit's fsync carrying
-    /// the size change (identify p99 5.8 → 104 ms at 64 MiB, 6–62 ms at 256 MiB).
+    /// While writes flow the WAL is cut only past 1 GiB (`journal_size_limit`, applied when the
+    /// log restarts): at 64 MiB it was cut at every restart under a flood and regrew block by
+    /// block, each commit's fsync carrying the size change (identify p99 5.8 → 104 ms; 6–62 ms
+    /// at 256 MiB).
     /// - Parameter every: Time between checkpoints.
     package func checkpointInBackground(every: Duration) throws {
         var checkpointOptions = options
@@ -289,6 +290,10 @@ package final class DatabaseWriter: Sendable {
                 if interval != nil && !autoCheckpointDisabled {
                     autoCheckpointDisabled = true
                     try? database.execute("PRAGMA wal_autocheckpoint = 0")
+                    // A backstop only, far above what a 5 s flood writes here (~400 MB): the
+                    // WAL is cut at pauses (see `Checkpointer`), but a flood that never pauses
+                    // must not keep a WAL of many GB once the log restarts.
+                    try? database.execute("PRAGMA journal_size_limit = \(1 << 30)")
                 }
                 if batch.isEmpty && closing { break }
                 var remaining = batch[...]

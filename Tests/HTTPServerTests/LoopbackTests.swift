@@ -268,7 +268,9 @@ import Testing
         #expect(response.head.contains("Connection: close\r\n"))
         #expect(busy.isClosedByPeer())
         #expect(finished.wait(timeout: .now() + 3) == .success)
-        #expect(monotonicNanoseconds() - start < 1_000_000_000)
+        // Well under the 3 s drain timeout: shutdown ended when the last request did, it did not
+        // wait the timeout out. (1 s was too tight on a loaded 2-core machine: 1.12 s once.)
+        #expect(monotonicNanoseconds() - start < 2_000_000_000)
         #expect(throws: RawClient.ClientError.self) { _ = try test.client() }
         #expect(test.server.metrics.openConnections == 0)
     }

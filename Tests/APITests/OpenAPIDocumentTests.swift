@@ -1,10 +1,9 @@
 import API
 import Foundation
 import HTTP1
-import HTTPServer
 import JSON
-import Storage
 import Testing
+import TestSupport
 
 /// The hand-written `openapi.json` and the router must list the same operations (STYLE.md), and
 /// the document must keep its own rules: OpenAPI 3.1, a description on every field, named
@@ -42,16 +41,10 @@ import Testing
 
     /// The routes the application registers, `:param` written as `{param}`.
     static func registeredRoutes() throws -> [String: String] {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("openapi-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let store = try SQLiteIdentityStore(
-            configuration: .init(path: directory.appendingPathComponent("db.sqlite").path))
-        defer { store.close() }
-        let application = Application(store: store)
+        let app = try InProcessApp()
+        defer { app.close() }
         var routes: [String: String] = [:]
-        for route in application.routes {
+        for route in app.application.routes {
             let path = route.path.split(separator: "/", omittingEmptySubsequences: false)
                 .map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }
                 .joined(separator: "/")
@@ -153,21 +146,12 @@ import Testing
     }
 
     /// The binary serves the file verbatim (the build plugin embedded the current one).
-    @Test func servedVerbatim() async throws {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("openapi-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let store = try SQLiteIdentityStore(
-            configuration: .init(path: directory.appendingPathComponent("db.sqlite").path))
-        defer { store.close() }
-        let application = Application(store: store, logger: Logger(level: .error))
-        let head = HTTPRequestHead(method: .GET, target: "/openapi.json", version: HTTPVersion(major: 1, minor: 1), headers: [:])
-        let response = await withCheckedContinuation { continuation in
-            application.respond(to: HTTPRequest(head: head, body: [])) { continuation.resume(returning: $0) }
-        }
-        #expect(response.status.code == 200)
-        #expect(response.headers["Content-Type"]?.hasPrefix("application/json") == true)
+    @Test func servedVerbatim() throws {
+        let app = try InProcessApp()
+        defer { app.close() }
+        let response = try app.send("GET", "/openapi.json")
+        #expect(response.status == 200)
+        #expect(response.header("Content-Type")?.hasPrefix("application/json") == true)
         #expect(response.body == (try Self.loadBytes()), "the served document differs from openapi.json: rebuild")
     }
 

@@ -52,7 +52,7 @@ let package = Package(
         .target(
             name: "TestSupport", dependencies: ["API", "Identity", "Storage", "HTTP1", "HTTPServer"],
             path: "Tests/TestSupport", swiftSettings: swiftSettings),
-        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"], swiftSettings: swiftSettings),
+        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP1", "Reactor"],
             swiftSettings: swiftSettings),

@@ -196,7 +196,7 @@ final class HTTPProtocolRobustnessTests: XCTestCase {
             done.enter()
             Thread {
                 defer { done.leave() }
-            var generator = SplitMix(seed: UInt64(worker) &* 7919 &+ 1)
+            var generator = SplitMix64(state: UInt64(worker) &* 7919 &+ 1)
             for i in stride(from: worker, to: connections, by: workers) {
                 guard let connection = RawConnection(port: server.port) else { continue }
                 var bytes: [UInt8] = []
@@ -264,15 +264,3 @@ final class HTTPProtocolRobustnessTests: XCTestCase {
     }
 }
 
-/// A tiny deterministic generator, so a failing flood can be replayed.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

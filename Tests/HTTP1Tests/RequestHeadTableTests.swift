@@ -2,6 +2,7 @@
 // expected outcome. Every line is replayed whole, byte by byte and at random splits.
 
 import HTTP1
+import TestSupport
 import Testing
 
 /// What a case must produce: a head (and its framing), or an error from the parser or from

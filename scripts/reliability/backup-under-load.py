@@ -56,16 +56,7 @@ def check_backup(path, key, workspace_key, acked_before):
             missing += c.send("GET", "/v1/subscribers/" + sid)[0] != 200
         else:
             if sid not in timelines:
-                got, after = set(), 0
-                while True:
-                    s, body = c.send("GET", "/v1/subscribers/%s/events?limit=1000&after=%d" % (sid, after))
-                    if s != 200:
-                        break
-                    got.update(e["id"] for e in body["data"]["events"])
-                    if body["data"]["nextCursor"] is None:
-                        break
-                    after = body["data"]["nextCursor"]
-                timelines[sid] = got
+                timelines[sid] = c.event_ids(sid)
             missing += not all(i in timelines[sid] for i in ids)
     c.close()
     server.terminate()

@@ -169,6 +169,19 @@ class Client:
             self.conn.close()
             self.conn = None
 
+    def event_ids(self, subscriber_id):
+        """Every event id on the subscriber's timeline, all pages; empty for an unknown id (404)."""
+        ids, after = set(), 0
+        while True:
+            status, body = self.send("GET", "/v1/subscribers/%s/events?limit=1000&after=%d" % (subscriber_id, after))
+            if status == 404:
+                return ids
+            assert status == 200, (subscriber_id, status, body)
+            ids.update(e["id"] for e in body["data"]["events"])
+            if body["data"]["nextCursor"] is None:
+                return ids
+            after = body["data"]["nextCursor"]
+
 
 def integrity(path):
     """PRAGMA integrity_check of a database file (read-only, WAL replayed by SQLite)."""

@@ -112,20 +112,9 @@ def fetch_subscriber(client, sid):
 
 
 def fetch_event_ids(client, sid, cache):
-    if sid in cache:
-        return cache[sid]
-    ids, after = set(), 0
-    while True:
-        status, body = client.send("GET", "/v1/subscribers/%s/events?limit=1000&after=%d" % (sid, after))
-        if status == 404:
-            break
-        assert status == 200, (sid, status, body)
-        ids.update(e["id"] for e in body["data"]["events"])
-        if body["data"]["nextCursor"] is None:
-            break
-        after = body["data"]["nextCursor"]
-    cache[sid] = ids
-    return ids
+    if sid not in cache:
+        cache[sid] = client.event_ids(sid)
+    return cache[sid]
 
 
 def check(port, key, ops):

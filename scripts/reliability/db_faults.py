@@ -108,13 +108,7 @@ def main():
     db.close()
     server.start()
     c = Client(server.port, {"Authorization": "Bearer " + keys["secretKey"]}, timeout=60)
-    stored, after = set(), 0
-    while True:
-        _, body = c.send("GET", "/v1/subscribers/%s/events?limit=1000&after=%d" % (person, after))
-        stored.update(e["id"] for e in body["data"]["events"])
-        if body["data"]["nextCursor"] is None:
-            break
-        after = body["data"]["nextCursor"]
+    stored = c.event_ids(person)
     want = sum(len(ids) for ids in acked)
     have = sum(1 for ids in acked for i in ids if i in stored)
     expect(have == want and len(stored) == want,

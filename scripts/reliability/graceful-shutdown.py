@@ -111,16 +111,7 @@ def one_round(args, rnd):
 
     def ids_of(subject):
         if subject not in timelines:
-            got, after = set(), 0
-            while True:
-                status, body = client.send("GET", "/v1/subscribers/%s/events?limit=1000&after=%d" % (subject, after))
-                if status != 200:
-                    break
-                got.update(e["id"] for e in body["data"]["events"])
-                if body["data"]["nextCursor"] is None:
-                    break
-                after = body["data"]["nextCursor"]
-            timelines[subject] = got
+            timelines[subject] = client.event_ids(subject)
         return timelines[subject]
 
     lost = sum(1 for r in answered + inflight if r[1] == 200 and not all(i in ids_of(r[2]) for i in r[3]))

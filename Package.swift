@@ -66,7 +66,8 @@ let package = Package(
             name: "StorageTests", dependencies: ["Storage", "Identity", "SQLite", "TestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "APITests", dependencies: ["API", "TestSupport", "Identity", "JSON", "HTTP1", "HTTPServer", "Storage"],
+            name: "APITests",
+            dependencies: ["API", "TestSupport", "Identity", "JSON", "HTTP1", "HTTPServer", "Storage"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "EndToEndTests", dependencies: ["CLI", "TestSupport", "Identity", "JSON", "HTTP1"],

@@ -27,7 +27,8 @@ package struct APIError: Error, Sendable {
         .forbidden, code: "forbidden", message: "This key may not call this endpoint.")
     package static let notFound = APIError(.notFound, code: "not_found", message: "No such endpoint.")
     package static let internalError = APIError(
-        .internalServerError, code: "internal_error", message: "Something went wrong on our side; the request id is in the logs.")
+        .internalServerError, code: "internal_error",
+        message: "Something went wrong on our side; the request id is in the logs.")
 
     /// The status each domain code answers with (API.md §2).
     package static func status(forDomainCode code: String) -> HTTPStatus {
@@ -46,6 +47,7 @@ package struct APIError: Error, Sendable {
 
     /// Wraps a domain refusal.
     package init(_ error: IdentityError) {
-        self.init(Self.status(forDomainCode: error.code), code: error.code, message: error.message, details: error.details)
+        self.init(
+            Self.status(forDomainCode: error.code), code: error.code, message: error.message, details: error.details)
     }
 }

@@ -19,7 +19,9 @@ package struct Reply: Sendable {
     /// A response in its own format (`/openapi.json`, `/metrics`).
     package var raw: HTTPResponse?
 
-    package init(status: HTTPStatus = .ok, _ data: JSONValue, warnings: [IdentityWarning] = [], metadata: JSONObject = [:]) {
+    package init(
+        status: HTTPStatus = .ok, _ data: JSONValue, warnings: [IdentityWarning] = [], metadata: JSONObject = [:]
+    ) {
         self.status = status
         self.data = data
         self.warnings = warnings
@@ -123,7 +125,9 @@ package final class Application: Responder {
         case .methodNotAllowed(let allowed):
             var error = APIError(
                 .methodNotAllowed, code: "method_not_allowed",
-                message: "\(request.method.rawValue) is not allowed here; use \(allowed.map(\.rawValue).joined(separator: ", ")).")
+                message:
+                    "\(request.method.rawValue) is not allowed here; use \(allowed.map(\.rawValue).joined(separator: ", "))."
+            )
             error.headers.add(name: "Allow", value: allowed.map(\.rawValue).joined(separator: ", "))
             return finish(Envelope.failure(error, requestID: requestID), "unmatched", nil)
         case .found(let found, let parameters):
@@ -160,7 +164,8 @@ package final class Application: Responder {
                     if changesAuth { authenticator.cache.invalidate() }
                     switch result {
                     case .success(let reply): finish(render(reply, requestID: requestID), routeName, tenant)
-                    case .failure(let error): finish(render(error, requestID: requestID, route: routeName), routeName, tenant)
+                    case .failure(let error):
+                        finish(render(error, requestID: requestID, route: routeName), routeName, tenant)
                     }
                 }
             }
@@ -185,7 +190,8 @@ package final class Application: Responder {
     }
 
     private func render(_ error: any Error, requestID: String, route: String) -> HTTPResponse {
-        Envelope.failure(ErrorMapping.apiError(for: error, logger: logger, requestID: requestID, route: route), requestID: requestID)
+        Envelope.failure(
+            ErrorMapping.apiError(for: error, logger: logger, requestID: requestID, route: route), requestID: requestID)
     }
 
     /// Echoes a sane `X-Request-Id`, else mints `req_…`.

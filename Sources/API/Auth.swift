@@ -113,19 +113,23 @@ struct Authenticator: Sendable {
         let cached = cache.lookup(hash, nowMillis: nowMillis)
         // Both records cached: no reader transaction, and nothing to store.
         if let cachedKey = cached.key, cachedKey.kind != .workspace, let cachedTenant = cached.tenant {
-            return try resolve(cachedKey, claimed: claimed, access: access, headers: headers, tenantHeader: tenantHeader) { _ in
+            return try resolve(
+                cachedKey, claimed: claimed, access: access, headers: headers, tenantHeader: tenantHeader
+            ) { _ in
                 cachedTenant
             }
         }
         let cachedKey = cached.key
         var found: (key: APIKeyRecord?, tenant: TenantRecord?) = (nil, nil)
         defer {
-            cache.store(key: found.key, hash: hash, tenant: found.tenant, generation: cached.generation, nowMillis: nowMillis)
+            cache.store(
+                key: found.key, hash: hash, tenant: found.tenant, generation: cached.generation, nowMillis: nowMillis)
         }
         return try store.read { ctx in
             guard let record = try cachedKey ?? ctx.apiKey(hash: hash) else { throw APIError.unauthorized }
             found.key = record
-            return try resolve(record, claimed: claimed, access: access, headers: headers, tenantHeader: tenantHeader) { id in
+            return try resolve(record, claimed: claimed, access: access, headers: headers, tenantHeader: tenantHeader) {
+                id in
                 let tenant = try cache.tenant(id, nowMillis: nowMillis) ?? ctx.tenant(id: id)
                 found.tenant = tenant
                 return tenant

@@ -42,7 +42,8 @@ package final class Logger: Sendable {
     package func log(_ level: Level, _ message: String, _ fields: JSONObject = [:]) {
         guard isEnabled(level) else { return }
         var object: JSONObject = [
-            "time": .string(Timestamp(millis: wallClockMillis()).rfc3339), "level": .string(level.name), "msg": .string(message),
+            "time": .string(Timestamp(millis: wallClockMillis()).rfc3339), "level": .string(level.name),
+            "msg": .string(message),
         ]
         for (key, value) in fields { object[key] = value }
         var line: [UInt8] = []
@@ -75,4 +76,3 @@ package func monotonicNanos() -> UInt64 {
     clock_gettime(CLOCK_MONOTONIC, &spec)
     return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
 }
-

@@ -96,7 +96,9 @@ package final class Metrics: Sendable {
         var latency: [String: Histogram] = [:]
         for shard in shards {
             for (route, stats) in shard.routes.withLock({ $0 }) {
-                for entry in stats.statuses { requests[RequestKey(route: route, status: entry.status), default: 0] += entry.count }
+                for entry in stats.statuses {
+                    requests[RequestKey(route: route, status: entry.status), default: 0] += entry.count
+                }
                 latency[route, default: Histogram(Self.latencyBuckets)].add(stats.latency)
             }
         }
@@ -112,7 +114,9 @@ package final class Metrics: Sendable {
         out += "# HELP buzzkit_http_request_duration_seconds Time from routing to the response, by route.\n"
         out += "# TYPE buzzkit_http_request_duration_seconds histogram\n"
         for (route, histogram) in latency.sorted(by: { $0.key < $1.key }) {
-            out += Self.render("buzzkit_http_request_duration_seconds", histogram, bounds: Self.latencyBuckets, labels: "route=\"\(route)\",")
+            out += Self.render(
+                "buzzkit_http_request_duration_seconds", histogram, bounds: Self.latencyBuckets,
+                labels: "route=\"\(route)\",")
         }
         out += "# HELP buzzkit_merges_total Identify and merge outcomes, by shape.\n"
         out += "# TYPE buzzkit_merges_total counter\n"
@@ -124,7 +128,8 @@ package final class Metrics: Sendable {
         out += Self.render("buzzkit_write_batch_size", snapshot.batchSizes, bounds: Self.batchBuckets, labels: "")
         out += "# HELP buzzkit_commit_duration_seconds Duration of one group commit, fsync included.\n"
         out += "# TYPE buzzkit_commit_duration_seconds histogram\n"
-        out += Self.render("buzzkit_commit_duration_seconds", snapshot.commitLatency, bounds: Self.latencyBuckets, labels: "")
+        out += Self.render(
+            "buzzkit_commit_duration_seconds", snapshot.commitLatency, bounds: Self.latencyBuckets, labels: "")
         for (name, read) in gauges.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
             out += "# TYPE \(name) gauge\n\(name) \(Self.number(read()))\n"
         }

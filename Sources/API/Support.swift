@@ -72,7 +72,9 @@ enum ErrorMapping {
             return error
         case let error as IdentityError:
             if error.code == "unavailable" {
-                logger.log(.warn, "storage unavailable", ["requestId": .string(requestID), "route": .string(route), "reason": .string(error.message)])
+                logger.log(
+                    .warn, "storage unavailable",
+                    ["requestId": .string(requestID), "route": .string(route), "reason": .string(error.message)])
             }
             return APIError(error)
         case let error as ProofFailure:

@@ -27,7 +27,9 @@ struct Settings {
         }
         let root: JSONObject
         do {
-            guard let object = try JSONParser.parse(bytes).objectValue else { throw CLIError("\(path): not a JSON object") }
+            guard let object = try JSONParser.parse(bytes).objectValue else {
+                throw CLIError("\(path): not a JSON object")
+            }
             root = object
         } catch let error as JSONParseError {
             throw CLIError("\(path): \(error.message)")
@@ -38,7 +40,9 @@ struct Settings {
             case "port": port = try int(value, key, 0...65535)
             case "database": database = try string(value, key)
             case "logLevel":
-                guard let level = Logger.Level(name: try string(value, key)) else { throw CLIError("logLevel: debug, info, warn or error") }
+                guard let level = Logger.Level(name: try string(value, key)) else {
+                    throw CLIError("logLevel: debug, info, warn or error")
+                }
                 logLevel = level
             case "synchronous":
                 switch try string(value, key) {
@@ -57,7 +61,8 @@ struct Settings {
             case "maxHeaderCount": server.parserLimits.maxHeaderCount = try int(value, key, 8...10_000)
             case "headerTimeoutSeconds": server.headerReadTimeout = .seconds(try int(value, key, 1...3600))
             case "idleTimeoutSeconds": server.idleTimeout = .seconds(try int(value, key, 1...86_400))
-            case "clientKeyRatePerSecond": application.clientKeyRatePerSecond = Double(try int(value, key, 0...1_000_000))
+            case "clientKeyRatePerSecond":
+                application.clientKeyRatePerSecond = Double(try int(value, key, 0...1_000_000))
             case "clientKeyBurst": application.clientKeyBurst = Double(try int(value, key, 1...1_000_000))
             default: throw CLIError("\(path): unknown setting '\(key)'")
             }
@@ -74,7 +79,9 @@ struct Settings {
         if let value = environment("BUZZKIT_DATABASE") { database = value }
         if let value = environment("BUZZKIT_BOOTSTRAP_WORKSPACE_KEY") { bootstrapWorkspaceKey = value }
         if let value = environment("BUZZKIT_LOG_LEVEL") {
-            guard let level = Logger.Level(name: value) else { throw CLIError("BUZZKIT_LOG_LEVEL: debug, info, warn or error") }
+            guard let level = Logger.Level(name: value) else {
+                throw CLIError("BUZZKIT_LOG_LEVEL: debug, info, warn or error")
+            }
             logLevel = level
         }
     }

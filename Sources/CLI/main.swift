@@ -17,7 +17,9 @@ let usage = """
     """
 
 /// Splits `--flag value` pairs from positional arguments; every flag takes a value.
-func parseFlags(_ arguments: ArraySlice<String>, allowed: Set<String>) throws -> (flags: [String: String], positional: [String]) {
+func parseFlags(_ arguments: ArraySlice<String>, allowed: Set<String>) throws -> (
+    flags: [String: String], positional: [String]
+) {
     var flags: [String: String] = [:]
     var positional: [String] = []
     var iterator = arguments.makeIterator()
@@ -121,7 +123,11 @@ func run(_ arguments: [String]) throws {
         let pool = try DatabaseReaderPool(path: settings.database, count: 1)
         defer { pool.close() }
         try pool.read { db in try db.backup(to: destination) }
-        let copy = try Database(path: destination, options: { var o = Database.Options(); o.readOnly = true; return o }())
+        let copy = try Database(
+            path: destination,
+            options: {
+                var o = Database.Options(); o.readOnly = true; return o
+            }())
         defer { copy.close() }
         let check = try copy.integrityCheck()
         guard check == ["ok"] else { throw CLIError("backup failed its integrity check: \(check.prefix(3))") }
@@ -130,7 +136,8 @@ func run(_ arguments: [String]) throws {
     case "identity-hash":
         let (flags, positional) = try parseFlags(rest, allowed: ["secret"])
         guard let secret = flags["secret"], positional.count == 1 else { throw CLIError(usage, status: 2) }
-        print(IdentityVerifier.identityHash(externalId: positional[0], secret: IdentityVerifier.key(fromSecret: secret)))
+        print(
+            IdentityVerifier.identityHash(externalId: positional[0], secret: IdentityVerifier.key(fromSecret: secret)))
 
     case "help", "--help", "-h":
         print(usage)

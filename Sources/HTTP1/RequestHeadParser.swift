@@ -299,8 +299,9 @@ struct RequestHeadScanner {
                         ok = true
                     }
                     guard ok else {
-                        return .invalid(.badRequest(
-                            b == HTTPBytes.sp ? "more than one SP in the request line" : "malformed HTTP version"))
+                        return .invalid(
+                            .badRequest(
+                                b == HTTPBytes.sp ? "more than one SP in the request line" : "malformed HTTP version"))
                     }
                     i += 1
                 }

@@ -78,7 +78,9 @@ package struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
     }
 
     /// `namesEqual` for bytes already in a buffer (a token inside a field value).
-    package static func asciiCaseInsensitiveEqual(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+    package static func asciiCaseInsensitiveEqual(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>)
+        -> Bool
+    {
         guard a.count == b.count else { return false }
         for (x, y) in zip(a, b) where x != y {
             let lx = (x >= 65 && x <= 90) ? x | 0x20 : x

@@ -73,7 +73,9 @@ enum Compressor {
             stream.deallocate()
         }
         // windowBits 16 + 15: gzip wrapper; memLevel 8 is zlib's default.
-        guard buzzkit_deflateInit2(stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) == Z_OK
+        guard
+            buzzkit_deflateInit2(stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY)
+                == Z_OK
         else { return nil }
         defer { deflateEnd(stream) }
         // deflateBound does not count the gzip header/trailer; 18 more bytes cover them.

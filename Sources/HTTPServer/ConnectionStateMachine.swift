@@ -145,7 +145,8 @@ struct ConnectionStateMachine {
     /// The response to the request in flight, appended to `output` (the shell's reusable buffer,
     /// so no array is allocated per response). Returns false, writing nothing, if no request
     /// awaits one. Once the bytes are written, call `writeCompleted` as after a `.write`.
-    mutating func responseReady(_ response: HTTPResponse, date: String, now: UInt64, into output: inout [UInt8]) -> Bool {
+    mutating func responseReady(_ response: HTTPResponse, date: String, now: UInt64, into output: inout [UInt8]) -> Bool
+    {
         guard case .awaitingResponse(let context) = state else { return false }
         let closeAfter = !context.keepAlive || draining || Self.hasToken(response.headers, "Connection", "close")
         serialize(response, context: context, closing: closeAfter, date: date, into: &output)
@@ -183,7 +184,10 @@ struct ConnectionStateMachine {
         case .readingHead where !requestStarted:
             return close(graceful: false)
         case .readingHead(_), .readingBody:
-            return fail(HTTPParseError(status: .requestTimeout, code: "request_timeout", reason: "request not received in time"), head: nil)
+            return fail(
+                HTTPParseError(
+                    status: .requestTimeout, code: "request_timeout", reason: "request not received in time"), head: nil
+            )
         case .writing:
             return close(graceful: false)
         case .awaitingResponse, .closed:
@@ -211,7 +215,8 @@ struct ConnectionStateMachine {
                 guard readIndex < buffer.count else { return .none }
                 requestStarted = true
                 let result = buffer.withUnsafeBytes { all in
-                    parseRequestHead(UnsafeRawBufferPointer(rebasing: all[readIndex...]), limits: limits.parser, scanned: scanned)
+                    parseRequestHead(
+                        UnsafeRawBufferPointer(rebasing: all[readIndex...]), limits: limits.parser, scanned: scanned)
                 }
                 switch result {
                 case .needMore(let scanned):
@@ -261,7 +266,10 @@ struct ConnectionStateMachine {
             case .identity: break
             case .gzip: decompressor = Decompressor(limit: limits.maxBodyBytes)
             case .unsupported:
-                return fail(HTTPParseError(status: .unsupportedMediaType, code: "unsupported_media_type", reason: "only gzip and identity content codings are accepted"), head: head)
+                return fail(
+                    HTTPParseError(
+                        status: .unsupportedMediaType, code: "unsupported_media_type",
+                        reason: "only gzip and identity content codings are accepted"), head: head)
             }
         }
 
@@ -276,7 +284,8 @@ struct ConnectionStateMachine {
         case .chunked:
             readerFraming = .chunked(ChunkedBodyDecoder())
         }
-        state = .readingBody(BodyReader(head: head, context: context, framing: readerFraming, decompressor: decompressor))
+        state = .readingBody(
+            BodyReader(head: head, context: context, framing: readerFraming, decompressor: decompressor))
         // RFC 9110 §10.1.1: send 100 only if the client waits for it and nothing of the body came yet.
         if head.version == .http1_1, readIndex == buffer.count,
             Self.hasToken(head.headers, "Expect", "100-continue")
@@ -297,7 +306,9 @@ struct ConnectionStateMachine {
             let take = min(remaining, buffer.count - readIndex)
             let start = readIndex
             readIndex += take
-            if let error = buffer.withUnsafeBytes({ append(UnsafeRawBufferPointer(rebasing: $0[start..<start + take]), to: &reader) }) {
+            if let error = buffer.withUnsafeBytes({
+                append(UnsafeRawBufferPointer(rebasing: $0[start..<start + take]), to: &reader)
+            }) {
                 return .failed(error)
             }
             reader.framing = .length(remaining: remaining - take)
@@ -313,7 +324,9 @@ struct ConnectionStateMachine {
                 case .invalid: return (step, nil)
                 }
                 for range in ranges {
-                    if let error = append(UnsafeRawBufferPointer(rebasing: input[range]), to: &reader) { return (step, error) }
+                    if let error = append(UnsafeRawBufferPointer(rebasing: input[range]), to: &reader) {
+                        return (step, error)
+                    }
                 }
                 return (step, nil)
             }
@@ -332,7 +345,8 @@ struct ConnectionStateMachine {
         }
     }
 
-    private static let tooLarge = HTTPParseError(status: .payloadTooLarge, code: "payload_too_large", reason: "request body too large")
+    private static let tooLarge = HTTPParseError(
+        status: .payloadTooLarge, code: "payload_too_large", reason: "request body too large")
     private static let corruptGzip = HTTPParseError.badRequest("request body is not valid gzip")
 
     private func append(_ bytes: UnsafeRawBufferPointer, to reader: inout BodyReader) -> HTTPParseError? {
@@ -373,7 +387,9 @@ struct ConnectionStateMachine {
     /// After a refusal the framing can no longer be trusted: answer, then close.
     private mutating func fail(_ error: HTTPParseError, head: HTTPRequestHead?) -> Action {
         state = .awaitingResponse(
-            ResponseContext(version: head?.version ?? .http1_1, isHead: head?.method == .HEAD, keepAlive: false, acceptsGzip: false))
+            ResponseContext(
+                version: head?.version ?? .http1_1, isHead: head?.method == .HEAD, keepAlive: false, acceptsGzip: false)
+        )
         deadline = nil
         return .renderError(error, head)
     }
@@ -389,7 +405,8 @@ struct ConnectionStateMachine {
     /// Puts the machine in the state of a refused request (used to render the
     /// maxConnections refusal with the same header rules).
     mutating func forceAwaiting() {
-        state = .awaitingResponse(ResponseContext(version: .http1_1, isHead: false, keepAlive: false, acceptsGzip: false))
+        state = .awaitingResponse(
+            ResponseContext(version: .http1_1, isHead: false, keepAlive: false, acceptsGzip: false))
     }
 
     // MARK: - Response bytes
@@ -518,8 +535,12 @@ struct ConnectionStateMachine {
                 while elementEnd < bytes.count, bytes[elementEnd] != UInt8(ascii: ",") { elementEnd += 1 }
                 var start = elementStart
                 var end = elementEnd
-                while start < end, bytes[start] == UInt8(ascii: " ") || bytes[start] == UInt8(ascii: "\t") { start += 1 }
-                while end > start, bytes[end - 1] == UInt8(ascii: " ") || bytes[end - 1] == UInt8(ascii: "\t") { end -= 1 }
+                while start < end, bytes[start] == UInt8(ascii: " ") || bytes[start] == UInt8(ascii: "\t") {
+                    start += 1
+                }
+                while end > start, bytes[end - 1] == UInt8(ascii: " ") || bytes[end - 1] == UInt8(ascii: "\t") {
+                    end -= 1
+                }
                 if asciiCaseInsensitiveEqual(UnsafeBufferPointer(rebasing: bytes[start..<end]), token) { return true }
                 elementStart = elementEnd + 1
             }

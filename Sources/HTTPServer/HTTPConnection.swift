@@ -105,7 +105,9 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
                 if !closed && machine.wantsRead == false { setInterest(interest.subtracting(.read)) }
                 return
             case .processed(let count):
-                run(machine.bytesRead(UnsafeRawBufferPointer(rebasing: context.scratch[0..<count]), now: monotonicNanoseconds()))
+                run(
+                    machine.bytesRead(
+                        UnsafeRawBufferPointer(rebasing: context.scratch[0..<count]), now: monotonicNanoseconds()))
                 if closed || !machine.wantsRead || lingering { return }
                 // A short read drained the socket: another read would almost always be an EAGAIN
                 // syscall per request. Epoll is level-triggered, so later bytes still wake us.

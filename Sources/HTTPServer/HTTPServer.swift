@@ -67,7 +67,9 @@ package final class HTTPServer: Sendable {
 
     /// The current counters.
     package var metrics: Metrics {
-        Metrics(openConnections: shared.open.load(ordering: .relaxed), totalAccepted: shared.accepted.load(ordering: .relaxed))
+        Metrics(
+            openConnections: shared.open.load(ordering: .relaxed),
+            totalAccepted: shared.accepted.load(ordering: .relaxed))
     }
 
     /// Binds, starts the event loop threads and begins accepting.
@@ -212,7 +214,8 @@ final class ListenerHandler: IOHandler, @unchecked Sendable {
     /// Over the limit: a best-effort 503 into the fresh socket's empty send buffer, then close.
     private func refuse(_ fd: Int32) {
         let response = shared.responder.respond(
-            toProtocolError: HTTPParseError(status: .serviceUnavailable, code: "unavailable", reason: "too many connections"),
+            toProtocolError: HTTPParseError(
+                status: .serviceUnavailable, code: "unavailable", reason: "too many connections"),
             requestHead: nil)
         let refusal = ConnectionStateMachine.refusalBytes(response, date: dateCache.current())
         _ = refusal.withUnsafeBytes { try? Socket.write(fd, $0) }

@@ -68,7 +68,9 @@ package enum AttributeMerge {
             outcome.warnings.append(
                 IdentityWarning(
                     code: "attribute_protected",
-                    message: "Ignored changes to attributes the app may not change: \(protectedHits.joined(separator: ", "))."))
+                    message:
+                        "Ignored changes to attributes the app may not change: \(protectedHits.joined(separator: ", "))."
+                ))
         }
         return outcome
     }

@@ -76,7 +76,8 @@ extension Operations {
             try ctx.preferences(key: subscriber.key).map { ($0.topic, $0.subscribed) }, uniquingKeysWith: { a, _ in a })
         var changed = false
         for (topic, subscribed) in topics where stored[topic] != subscribed {
-            try ctx.writePreference(key: subscriber.key, PreferenceRecord(topic: topic, subscribed: subscribed, updatedAt: now))
+            try ctx.writePreference(
+                key: subscriber.key, PreferenceRecord(topic: topic, subscribed: subscribed, updatedAt: now))
             changed = true
         }
         if changed {

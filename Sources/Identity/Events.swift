@@ -14,7 +14,8 @@ package enum EventRules {
     package static func validate(_ events: [JSONValue], receivedAt: Timestamp) throws(IdentityError) -> [NewEvent] {
         guard events.count <= maxBatch else {
             throw IdentityError(
-                code: "batch_too_large", message: "A call carries at most \(maxBatch) events; this one has \(events.count).")
+                code: "batch_too_large",
+                message: "A call carries at most \(maxBatch) events; this one has \(events.count).")
         }
         guard !events.isEmpty else { throw .invalidRequest("'events' is empty.") }
         var result: [NewEvent] = []
@@ -54,7 +55,8 @@ package enum EventRules {
                 throw invalid("unknown field '\(key)'.")
             }
             result.append(
-                NewEvent(clientID: id, name: name, timestamp: timestamp, receivedAt: receivedAt, propertiesJSON: properties))
+                NewEvent(
+                    clientID: id, name: name, timestamp: timestamp, receivedAt: receivedAt, propertiesJSON: properties))
         }
         return result
     }
@@ -64,7 +66,8 @@ extension Operations {
     /// `POST /v1/events`: stores the batch on the subscriber (created when never seen).
     /// - Returns: how many were stored and how many were already there (same client id).
     package static func ingest(
-        _ events: [NewEvent], subscriberID: SubscriberID, caller: Caller, in ctx: any IdentityWriteContext, now: Timestamp
+        _ events: [NewEvent], subscriberID: SubscriberID, caller: Caller, in ctx: any IdentityWriteContext,
+        now: Timestamp
     ) throws -> (accepted: Int, duplicates: Int) {
         guard var subscriber = try Access.resolve(subscriberID, caller: caller, in: ctx, now: now, create: true) else {
             throw IdentityError.subscriberNotFound

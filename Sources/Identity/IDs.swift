@@ -117,7 +117,8 @@ package struct SubscriberID: Sendable, Hashable, CustomStringConvertible {
 package enum EmailRules {
     package static func validate(_ email: String) throws(IdentityError) {
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
-        let ok = email.utf8.count <= 254 && parts.count == 2 && !parts[0].isEmpty
+        let ok =
+            email.utf8.count <= 254 && parts.count == 2 && !parts[0].isEmpty
             && parts[1].contains(".") && !parts[1].hasPrefix(".") && !parts[1].hasSuffix(".")
             && !email.unicodeScalars.contains { $0.properties.isWhitespace || $0.value < 0x20 }
         guard ok else {

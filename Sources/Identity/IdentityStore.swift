@@ -16,7 +16,9 @@ package protocol IdentityStore: Sendable {
 extension IdentityStore {
     /// `snapshot(tenantID:id:)` from one read transaction, uncached.
     package func readSnapshot(tenantID: String, id: String) throws -> SubscriberSnapshot? {
-        try read { ctx in try ctx.subscriber(tenantID: tenantID, alias: id).map { try SubscriberSnapshot.load($0, from: ctx) } }
+        try read { ctx in
+            try ctx.subscriber(tenantID: tenantID, alias: id).map { try SubscriberSnapshot.load($0, from: ctx) }
+        }
     }
 
     package func snapshot(tenantID: String, id: String) throws -> SubscriberSnapshot? {

@@ -33,7 +33,10 @@ package enum Merger {
         var noMerge = MergeResult(shape: .none, from: anonymousID, eventsMoved: 0, warnings: [])
         guard let anonymousID else {
             noMerge.from = nil
-            return (try existing ?? ctx.insertSubscriber(tenantID: tenant.id, id: externalID, anonymous: false, now: now), noMerge)
+            return (
+                try existing ?? ctx.insertSubscriber(tenantID: tenant.id, id: externalID, anonymous: false, now: now),
+                noMerge
+            )
         }
 
         var target: SubscriberRecord
@@ -47,7 +50,11 @@ package enum Merger {
                     IdentityWarning(
                         code: "merge_source_identified",
                         message: "\(anonymousID) already belongs to an identified subscriber; nothing was merged."))
-                return (try existing ?? ctx.insertSubscriber(tenantID: tenant.id, id: externalID, anonymous: false, now: now), noMerge)
+                return (
+                    try existing
+                        ?? ctx.insertSubscriber(tenantID: tenant.id, id: externalID, anonymous: false, now: now),
+                    noMerge
+                )
             }
             if var existing {
                 result.shape = .absorb
@@ -61,7 +68,8 @@ package enum Merger {
                 target = source
             }
         } else {
-            target = try existing ?? ctx.insertSubscriber(tenantID: tenant.id, id: externalID, anonymous: false, now: now)
+            target =
+                try existing ?? ctx.insertSubscriber(tenantID: tenant.id, id: externalID, anonymous: false, now: now)
             try ctx.addAlias(tenantID: tenant.id, alias: anonymousID, key: target.key)
         }
 

@@ -20,7 +20,8 @@ package struct SubscriberSnapshot: Sendable {
     }
 
     /// Loads the parts of `record` from the same context that produced it.
-    package static func load(_ record: SubscriberRecord, from ctx: any IdentityReadContext) throws -> SubscriberSnapshot {
+    package static func load(_ record: SubscriberRecord, from ctx: any IdentityReadContext) throws -> SubscriberSnapshot
+    {
         SubscriberSnapshot(
             record: record,
             attributes: try ctx.attributes(key: record.key),

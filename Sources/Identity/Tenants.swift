@@ -36,7 +36,9 @@ package enum Tenancy {
 
     /// Makes sure a workspace owning `key` exists (for `BUZZKIT_BOOTSTRAP_WORKSPACE_KEY`). Idempotent.
     /// - Returns: the workspace id.
-    package static func bootstrapWorkspace(key: String, in ctx: any IdentityWriteContext, now: Timestamp) throws -> String {
+    package static func bootstrapWorkspace(key: String, in ctx: any IdentityWriteContext, now: Timestamp) throws
+        -> String
+    {
         guard kind(ofKey: key) == .workspace else {
             throw IdentityError.invalidRequest(
                 "A workspace key is bk_ws_ followed by \(keyRandomLength) letters and digits.")
@@ -53,7 +55,9 @@ package enum Tenancy {
     }
 
     /// Creates a workspace and its first workspace key.
-    package static func createWorkspace(name: String, in ctx: any IdentityWriteContext, now: Timestamp) throws -> IssuedKey {
+    package static func createWorkspace(name: String, in ctx: any IdentityWriteContext, now: Timestamp) throws
+        -> IssuedKey
+    {
         let workspaceID = try newWorkspace(name: name, in: ctx, now: now)
         return try issueKey(.workspace, workspaceID: workspaceID, tenantID: nil, in: ctx, now: now)
     }
@@ -97,7 +101,8 @@ package enum Tenancy {
         _ kind: KeyKind, workspaceID: String, tenantID: String?, in ctx: any IdentityWriteContext, now: Timestamp
     ) throws -> IssuedKey {
         let plaintext = kind.prefix + SecureRandom.token(length: keyRandomLength)
-        let record = try storeKey(plaintext, kind: kind, workspaceID: workspaceID, tenantID: tenantID, in: ctx, now: now)
+        let record = try storeKey(
+            plaintext, kind: kind, workspaceID: workspaceID, tenantID: tenantID, in: ctx, now: now)
         return IssuedKey(record: record, plaintext: plaintext)
     }
 

@@ -47,7 +47,9 @@ package struct JSONParser {
     }
 
     /// Parses one JSON document from raw memory (e.g. a slice of a request buffer).
-    package static func parse(_ buffer: UnsafeRawBufferPointer, maxDepth: Int = defaultMaxDepth) throws(JSONParseError) -> JSONValue {
+    package static func parse(_ buffer: UnsafeRawBufferPointer, maxDepth: Int = defaultMaxDepth) throws(JSONParseError)
+        -> JSONValue
+    {
         var parser = Parser(input: buffer.bindMemory(to: UInt8.self), maxDepth: maxDepth)
         return try parser.parseDocument()
     }
@@ -67,7 +69,8 @@ private enum ASCII {
     static let comma = UInt8(ascii: ","), colon = UInt8(ascii: ":")
     static let minus = UInt8(ascii: "-"), plus = UInt8(ascii: "+"), dot = UInt8(ascii: ".")
     static let zero = UInt8(ascii: "0"), nine = UInt8(ascii: "9")
-    static let space = UInt8(ascii: " "), tab = UInt8(ascii: "\t"), newline = UInt8(ascii: "\n"), carriageReturn = UInt8(ascii: "\r")
+    static let space = UInt8(ascii: " "), tab = UInt8(ascii: "\t"), newline = UInt8(ascii: "\n"),
+        carriageReturn = UInt8(ascii: "\r")
 }
 
 /// One open container: its members so far and, for objects, the key awaiting its value.
@@ -306,7 +309,8 @@ private struct Parser {
                 try parseEscape()
                 runStart = position
             } else if byte < 0x20 {
-                throw error("control character 0x\(String(byte, radix: 16, uppercase: true)) must be escaped in a string")
+                throw error(
+                    "control character 0x\(String(byte, radix: 16, uppercase: true)) must be escaped in a string")
             } else if byte < 0x80 {
                 position += 1
             } else {

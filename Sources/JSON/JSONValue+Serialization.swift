@@ -99,7 +99,8 @@ extension JSONValue {
         var string = string
         string.withUTF8 { bytes in
             var runStart = 0
-            for (index, byte) in bytes.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+            for (index, byte) in bytes.enumerated()
+            where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
                 // Copy the clean run before this byte in one append, then its escape.
                 output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
                 runStart = index + 1

@@ -55,7 +55,8 @@ package final class EventLoop: @unchecked Sendable {
             throw error
         }
         // The wake fd uses generation 0, which no registration gets.
-        try Epoll.ctl(epollFD, EPOLL_CTL_ADD, fd: wakeFD, mask: EPOLLIN.rawValue, data: UInt64(UInt32(bitPattern: wakeFD)))
+        try Epoll.ctl(
+            epollFD, EPOLL_CTL_ADD, fd: wakeFD, mask: EPOLLIN.rawValue, data: UInt64(UInt32(bitPattern: wakeFD)))
     }
 
     deinit {
@@ -72,11 +73,13 @@ package final class EventLoop: @unchecked Sendable {
     package func start() {
         let box = Unmanaged.passRetained(self).toOpaque()
         var tid = pthread_t()
-        let rc = pthread_create(&tid, nil, { raw in
-            let loop = Unmanaged<EventLoop>.fromOpaque(raw!).takeRetainedValue()
-            loop.run()
-            return nil
-        }, box)
+        let rc = pthread_create(
+            &tid, nil,
+            { raw in
+                let loop = Unmanaged<EventLoop>.fromOpaque(raw!).takeRetainedValue()
+                loop.run()
+                return nil
+            }, box)
         precondition(rc == 0, "pthread_create failed: \(rc)")
         thread = tid
     }
@@ -111,7 +114,9 @@ package final class EventLoop: @unchecked Sendable {
         if index >= registrations.count {
             registrations.append(contentsOf: repeatElement(nil, count: index + 1 - registrations.count))
         }
-        try Epoll.ctl(epollFD, EPOLL_CTL_ADD, fd: fd, mask: interest.epollMask, data: Self.userData(fd: fd, generation: nextGeneration))
+        try Epoll.ctl(
+            epollFD, EPOLL_CTL_ADD, fd: fd, mask: interest.epollMask,
+            data: Self.userData(fd: fd, generation: nextGeneration))
         registrations[index] = Registration(generation: nextGeneration, interest: interest, handler: handler)
     }
 
@@ -120,7 +125,9 @@ package final class EventLoop: @unchecked Sendable {
         assert(inEventLoop)
         guard Int(fd) < registrations.count, var registration = registrations[Int(fd)] else { return }
         guard registration.interest != interest else { return }
-        try Epoll.ctl(epollFD, EPOLL_CTL_MOD, fd: fd, mask: interest.epollMask, data: Self.userData(fd: fd, generation: registration.generation))
+        try Epoll.ctl(
+            epollFD, EPOLL_CTL_MOD, fd: fd, mask: interest.epollMask,
+            data: Self.userData(fd: fd, generation: registration.generation))
         registration.interest = interest
         registrations[Int(fd)] = registration
     }

@@ -16,7 +16,9 @@ package enum Socket {
 
     /// Gathers several buffers into one write (`sendmsg`, again without `SIGPIPE`).
     package static func writev(_ fd: Int32, _ buffers: [UnsafeRawBufferPointer]) throws -> IOResult<Int> {
-        var iovecs = buffers.map { iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count) }
+        var iovecs = buffers.map {
+            iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count)
+        }
         return try iovecs.withUnsafeMutableBufferPointer { vectors in
             var message = msghdr()
             message.msg_iov = vectors.baseAddress
@@ -127,7 +129,9 @@ package final class ListeningSocket {
     package func accept() throws -> Accepted {
         while true {
             do {
-                switch try syscall("accept4", { buzzkit_accept4(fd, nil, nil, Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue)) }) {
+                switch try syscall(
+                    "accept4", { buzzkit_accept4(fd, nil, nil, Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue)) })
+                {
                 case .processed(let connection): return .connection(connection)
                 case .wouldBlock: return .none
                 }

@@ -82,7 +82,8 @@ package final class Database {
     private func setUp(_ options: Options) throws {
         guard let handle else { return }
         sqlite3_extended_result_codes(handle, 1)
-        let milliseconds = options.busyTimeout.components.seconds * 1000
+        let milliseconds =
+            options.busyTimeout.components.seconds * 1000
             + options.busyTimeout.components.attoseconds / 1_000_000_000_000_000
         sqlite3_busy_timeout(handle, Int32(clamping: milliseconds))
         // Defensive mode forbids writable_schema and other ways to corrupt the file from SQL:

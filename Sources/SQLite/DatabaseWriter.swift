@@ -102,7 +102,8 @@ package final class DatabaseWriter: Sendable {
         let transfer = UnsafeTransfer(value: database)
         let thread = Thread {
             WriterLoop(
-                database: transfer.value, shared: shared, deliveries: deliveries, maxBatch: maxBatch, onCommit: onCommit,
+                database: transfer.value, shared: shared, deliveries: deliveries, maxBatch: maxBatch,
+                onCommit: onCommit,
                 afterGroup: afterGroup, commits: commitsCounter
             ).run()
         }
@@ -171,7 +172,8 @@ package final class DatabaseWriter: Sendable {
     /// - Returns: The job's value, once on disk.
     package func write<T: Sendable>(_ job: @escaping @Sendable (Database) throws -> T) throws -> T {
         precondition(
-            !isWriterThread && !isCompletionThread, "DatabaseWriter.write called from a job or completion would wait for itself")
+            !isWriterThread && !isCompletionThread,
+            "DatabaseWriter.write called from a job or completion would wait for itself")
         let outcome = ConditionLock<Result<T, any Error>?>(nil)
         submit(job) { result in
             outcome.withLock { $0 = result }
@@ -226,7 +228,8 @@ package final class DatabaseWriter: Sendable {
     /// the thread; blocks until done. Idempotent; later submits fail.
     package func close() {
         precondition(
-            !isWriterThread && !isCompletionThread, "DatabaseWriter.close called from a job or completion would wait for itself")
+            !isWriterThread && !isCompletionThread,
+            "DatabaseWriter.close called from a job or completion would wait for itself")
         shared.withLock { $0.closing = true }
         shared.broadcast()
         shared.withLock(waitingUntil: { $0.finished }) { _ in }

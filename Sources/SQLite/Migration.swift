@@ -32,7 +32,8 @@ package struct Migration: Sendable, Hashable {
     ///   - sql: The file's content.
     /// - Throws: ``MigrationError`` when the name does not follow the pattern or the version is 0.
     package init(fileName: String, sql: String) throws {
-        let baseName = fileName.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? fileName
+        let baseName =
+            fileName.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? fileName
         guard baseName.hasSuffix(".sql") else {
             throw MigrationError(.invalidFileName, "migration file name \"\(fileName)\" does not end in .sql")
         }
@@ -42,15 +43,18 @@ package struct Migration: Sendable, Hashable {
         }
         let digits = stem[..<underscore]
         let name = stem[stem.index(after: underscore)...]
-        let nameIsValid = !name.isEmpty && name.unicodeScalars.allSatisfy {
-            (("0"..."9").contains($0) || ("a"..."z").contains($0) || ("A"..."Z").contains($0)
-                || $0 == "_" || $0 == "-")
-        }
+        let nameIsValid =
+            !name.isEmpty
+            && name.unicodeScalars.allSatisfy {
+                (("0"..."9").contains($0) || ("a"..."z").contains($0) || ("A"..."Z").contains($0)
+                    || $0 == "_" || $0 == "-")
+            }
         guard !digits.isEmpty, digits.allSatisfy(\.isASCII), let version = Int(digits), version > 0, nameIsValid
         else {
             throw MigrationError(
                 .invalidFileName,
-                "migration file name \"\(fileName)\" is not NNNN_name.sql (a version > 0, then a name of letters, digits, _ or -)")
+                "migration file name \"\(fileName)\" is not NNNN_name.sql (a version > 0, then a name of letters, digits, _ or -)"
+            )
         }
         self.init(version: version, name: String(name), sql: sql)
     }
@@ -171,8 +175,9 @@ package struct Migrator: Sendable {
     /// Reads only: does not create the ledger table.
     /// - Throws: ``MigrationError`` when the ledger disagrees (edited, unknown, out of order).
     package func pending(_ db: Database) throws -> [Migration] {
-        let ledgerExists = try db.queryOne(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'") != nil
+        let ledgerExists =
+            try db.queryOne(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'") != nil
         guard ledgerExists else { return migrations }
         return try pending(applied: appliedRows(db))
     }
@@ -196,7 +201,9 @@ package struct Migrator: Sendable {
         for migration in try pending(applied: appliedRows(db)) {
             let didApply = try db.transaction(.immediate) { () throws -> Bool in
                 // Another process may have applied it since we looked; the lock is ours now.
-                if let row = try db.queryOne("SELECT checksum FROM schema_migrations WHERE version = ?", [migration.version]) {
+                if let row = try db.queryOne(
+                    "SELECT checksum FROM schema_migrations WHERE version = ?", [migration.version])
+                {
                     guard row.string(0) == migration.checksum else { throw editedError(migration) }
                     return false
                 }
@@ -269,7 +276,8 @@ package struct Migrator: Sendable {
                 .edited, "migration \(applied) was renamed to \(migration.identifier) after it was applied")
         }
         return MigrationError(
-            .edited, "migration \(migration.identifier) was edited after it was applied; "
+            .edited,
+            "migration \(migration.identifier) was edited after it was applied; "
                 + "restore it and put the change in a new migration")
     }
 }

@@ -12,11 +12,12 @@ struct SQLiteContext: IdentityWriteContext {
     // MARK: - Tenancy
 
     func tenant(id: String) throws -> TenantRecord? {
-        guard let row = try db.queryOne(
-            """
-            SELECT id, workspace_id, name, settings, identity_secret, previous_secret, previous_expires_at, created_at
-            FROM tenants WHERE id = ?
-            """, [id])
+        guard
+            let row = try db.queryOne(
+                """
+                SELECT id, workspace_id, name, settings, identity_secret, previous_secret, previous_expires_at, created_at
+                FROM tenants WHERE id = ?
+                """, [id])
         else { return nil }
         let settingsJSON = (try? JSONParser.parse(Array((row.string("settings") ?? "{}").utf8)))?.objectValue
         return TenantRecord(
@@ -192,15 +193,21 @@ struct SQLiteContext: IdentityWriteContext {
                 last_seq = ?, event_count = ?, updated_at = ?
             WHERE key = ?
             """,
-            [r.id, r.anonymous, r.verified, r.email, r.emailSubscribed, r.lastSeq, r.eventCount, r.updatedAt.millis, r.key])
+            [
+                r.id, r.anonymous, r.verified, r.email, r.emailSubscribed, r.lastSeq, r.eventCount, r.updatedAt.millis,
+                r.key,
+            ])
     }
 
     func addAlias(tenantID: String, alias: String, key: Int64) throws {
-        try db.execute("INSERT INTO aliases (tenant_id, alias, subscriber_key) VALUES (?, ?, ?)", [tenantID, alias, key])
+        try db.execute(
+            "INSERT INTO aliases (tenant_id, alias, subscriber_key) VALUES (?, ?, ?)", [tenantID, alias, key])
     }
 
     func aliases(key: Int64, excluding current: String) throws -> [String] {
-        try db.query("SELECT alias FROM aliases WHERE subscriber_key = ? AND alias <> ? ORDER BY alias", [key, current]) {
+        try db.query(
+            "SELECT alias FROM aliases WHERE subscriber_key = ? AND alias <> ? ORDER BY alias", [key, current]
+        ) {
             $0.string(at: 0)
         }
     }
@@ -250,7 +257,8 @@ struct SQLiteContext: IdentityWriteContext {
     // MARK: - Attributes
 
     func attributes(key: Int64) throws -> [(name: String, entry: AttributeEntry)] {
-        try db.query("SELECT name, value, set_by_backend FROM attributes WHERE subscriber_key = ? ORDER BY name", [key]) {
+        try db.query("SELECT name, value, set_by_backend FROM attributes WHERE subscriber_key = ? ORDER BY name", [key])
+        {
             row -> (name: String, entry: AttributeEntry)? in
             guard let name = row.string(at: 0), let text = row.string(at: 1),
                 let value = try? JSONParser.parse(Array(text.utf8), maxDepth: 64)
@@ -381,7 +389,10 @@ struct SQLiteContext: IdentityWriteContext {
                 time_zone = coalesce(excluded.time_zone, time_zone),
                 last_seen_at = max(excluded.last_seen_at, last_seen_at)
             """,
-            [key, d.deviceID, d.platform, d.appVersion, d.osVersion, d.model, d.locale, d.timeZone, d.lastSeenAt.millis])
+            [
+                key, d.deviceID, d.platform, d.appVersion, d.osVersion, d.model, d.locale, d.timeZone,
+                d.lastSeenAt.millis,
+            ])
     }
 
     // MARK: - Events

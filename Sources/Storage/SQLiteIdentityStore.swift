@@ -34,7 +34,8 @@ package final class SQLiteIdentityStore: IdentityStore {
         options.synchronous = configuration.synchronous
         options.busyTimeout = configuration.busyTimeout
         try Self.migrate(path: configuration.path, options: options)
-        let cache = configuration.snapshotCacheBytes > 0 ? SnapshotCache(budgetBytes: configuration.snapshotCacheBytes) : nil
+        let cache =
+            configuration.snapshotCacheBytes > 0 ? SnapshotCache(budgetBytes: configuration.snapshotCacheBytes) : nil
         let changes = SubscriberChanges()
         snapshots = cache
         // With the cache on, the writer's connection reports what each group changed, and the

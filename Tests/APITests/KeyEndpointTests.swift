@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// `GET /v1/keys`, `POST /v1/keys`, `DELETE /v1/keys/{id}`: listed without the secret, replaced, revoked.
 @Suite final class KeyEndpointTests: TenantSuite {
@@ -36,17 +36,26 @@ import TestSupport
         let record = try #require(created.data?["key"] as? [String: Any])
         #expect(record["kind"] as? String == "client")
         let app1 = ["Authorization": "Bearer \(newKey)"]
-        expectOK(try app.send("PATCH", "/v1/subscribers/\(newAnonymousID())/attributes", json: ["attributes": ["a": 1]], headers: app1))
+        expectOK(
+            try app.send(
+                "PATCH", "/v1/subscribers/\(newAnonymousID())/attributes", json: ["attributes": ["a": 1]], headers: app1
+            ))
 
-        let leaked = try #require(try keys().first { $0["kind"] as? String == "client" && $0["id"] as? String != record["id"] as? String })
+        let leaked = try #require(
+            try keys().first { $0["kind"] as? String == "client" && $0["id"] as? String != record["id"] as? String })
         let leakedID = try #require(leaked["id"] as? String)
         let revoked = try app.send("DELETE", "/v1/keys/\(leakedID)", headers: tenant.backend)
         expectOK(revoked)
         #expect(revoked.data?["revoked"] as? Bool == true)
         expectError(
-            try app.send("PATCH", "/v1/subscribers/\(newAnonymousID())/attributes", json: ["attributes": ["a": 1]], headers: tenant.app),
+            try app.send(
+                "PATCH", "/v1/subscribers/\(newAnonymousID())/attributes", json: ["attributes": ["a": 1]],
+                headers: tenant.app),
             401, "unauthorized")
-        expectOK(try app.send("PATCH", "/v1/subscribers/\(newAnonymousID())/attributes", json: ["attributes": ["a": 1]], headers: app1))
+        expectOK(
+            try app.send(
+                "PATCH", "/v1/subscribers/\(newAnonymousID())/attributes", json: ["attributes": ["a": 1]], headers: app1
+            ))
         // Listed as revoked, with its time; revoking again is not found.
         let after = try #require(try keys().first { $0["id"] as? String == leakedID })
         #expect(after["revokedAt"] is String)

@@ -1,13 +1,14 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Each kind of key on each class of route (API.md §1).
 @Suite final class KeyKindTests: TenantSuite {
 
     /// One app call: an anonymous subscriber's attributes.
     func appCall(_ headers: [String: String]) throws -> HTTPClient.Response {
-        try app.send("PATCH", "/v1/subscribers/\(newAnonymousID())/attributes", json: ["attributes": ["a": 1]], headers: headers)
+        try app.send(
+            "PATCH", "/v1/subscribers/\(newAnonymousID())/attributes", json: ["attributes": ["a": 1]], headers: headers)
     }
 
     /// Every backend-only route, with a body where it needs one.
@@ -38,7 +39,8 @@ import TestSupport
     @Test func secretKeyMayCallAppAndBackendRoutes() throws {
         expectOK(try appCall(tenant.backend))
         expectOK(try app.send("GET", "/v1/subscribers", headers: tenant.backend))
-        expectOK(try app.send("PUT", "/v1/subscribers/user_1", json: ["attributes": ["a": 1]], headers: tenant.backend), 201)
+        expectOK(
+            try app.send("PUT", "/v1/subscribers/user_1", json: ["attributes": ["a": 1]], headers: tenant.backend), 201)
         expectOK(try app.send("GET", "/v1/tenant", headers: tenant.backend))
         expectError(try app.send("POST", "/v1/tenants", json: ["name": "x"], headers: tenant.backend), 403, "forbidden")
     }
@@ -48,7 +50,8 @@ import TestSupport
         expectError(try appCall(bare), 400, "tenant_required")
         expectError(try app.send("GET", "/v1/subscribers", headers: bare), 400, "tenant_required")
         expectError(
-            try app.send("GET", "/v1/subscribers", headers: bare.merging(["BuzzKit-Tenant": ""]) { $1 }), 400, "tenant_required")
+            try app.send("GET", "/v1/subscribers", headers: bare.merging(["BuzzKit-Tenant": ""]) { $1 }), 400,
+            "tenant_required")
 
         // A tenant of another workspace is as unknown as a tenant that does not exist.
         let other = try app.createTenantInNewWorkspace().tenant
@@ -56,8 +59,9 @@ import TestSupport
         let missing = bare.merging(["BuzzKit-Tenant": "tn_doesnotexist00000"]) { $1 }
         expectError(try appCall(foreign), 404, "tenant_not_found")
         expectError(try app.send("GET", "/v1/tenant", headers: foreign), 404, "tenant_not_found")
-        #expect(errorShape(try app.send("GET", "/v1/tenant", headers: foreign))
-            == errorShape(try app.send("GET", "/v1/tenant", headers: missing)))
+        #expect(
+            errorShape(try app.send("GET", "/v1/tenant", headers: foreign))
+                == errorShape(try app.send("GET", "/v1/tenant", headers: missing)))
 
         let own = tenant.workspace(app.workspaceKey)
         expectOK(try appCall(own))
@@ -94,7 +98,9 @@ import TestSupport
         let bare = ["Authorization": "Bearer \(app.workspaceKey)"]
         expectError(try app.send("POST", "/v1/tenants", json: ["name": "  "], headers: bare), 400, "invalid_request")
         expectError(try app.send("POST", "/v1/tenants", json: [String: Any](), headers: bare), 400, "invalid_request")
-        expectError(try app.send("POST", "/v1/tenants", json: ["name": "x", "plan": "pro"], headers: bare), 400, "invalid_request")
+        expectError(
+            try app.send("POST", "/v1/tenants", json: ["name": "x", "plan": "pro"], headers: bare), 400,
+            "invalid_request")
     }
 
     @Test(arguments: [

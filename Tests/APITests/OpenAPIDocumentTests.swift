@@ -2,8 +2,8 @@ import API
 import Foundation
 import HTTP1
 import JSON
-import Testing
 import TestSupport
+import Testing
 
 /// The hand-written `openapi.json` and the router must list the same operations (STYLE.md), and
 /// the document must keep its own rules: OpenAPI 3.1, a description on every field, named
@@ -95,16 +95,24 @@ import TestSupport
                 #expect(operation["description"]?.stringValue?.isEmpty == false, "\(name) has no description")
                 let responses = try #require(operation["responses"]?.objectValue, "\(name) has no responses")
                 #expect(responses.keys.contains { $0.hasPrefix("2") }, "\(name) has no success response")
-                #expect(responses.keys.contains { $0.hasPrefix("4") || $0.hasPrefix("5") }, "\(name) has no error response")
+                #expect(
+                    responses.keys.contains { $0.hasPrefix("4") || $0.hasPrefix("5") }, "\(name) has no error response")
                 for parameter in operation["parameters"]?.arrayValue ?? [] {
                     let resolved = try Self.resolve(parameter, in: document)
-                    #expect(resolved["description"]?.stringValue?.isEmpty == false, "\(name): a parameter has no description")
+                    #expect(
+                        resolved["description"]?.stringValue?.isEmpty == false,
+                        "\(name): a parameter has no description")
                 }
                 // Every path template parameter is declared.
-                let declared = try (operation["parameters"]?.arrayValue ?? []).map { try Self.resolve($0, in: document) }
-                    .filter { $0["in"]?.stringValue == "path" }.compactMap { $0["name"]?.stringValue }
-                let templated = path.split(separator: "/").filter { $0.hasPrefix("{") }.map { String($0.dropFirst().dropLast()) }
-                #expect(Set(declared) == Set(templated), "\(name): path parameters \(declared) vs template \(templated)")
+                let declared = try (operation["parameters"]?.arrayValue ?? []).map {
+                    try Self.resolve($0, in: document)
+                }
+                .filter { $0["in"]?.stringValue == "path" }.compactMap { $0["name"]?.stringValue }
+                let templated = path.split(separator: "/").filter { $0.hasPrefix("{") }.map {
+                    String($0.dropFirst().dropLast())
+                }
+                #expect(
+                    Set(declared) == Set(templated), "\(name): path parameters \(declared) vs template \(templated)")
             }
         }
     }

@@ -1,7 +1,7 @@
 import API
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The client key's token bucket (`clientKeyRatePerSecond`, `clientKeyBurst`), driven by the manual clock.
 @Suite final class RateLimitTests {
@@ -19,7 +19,9 @@ import TestSupport
     deinit { app.close() }
 
     func call(_ headers: [String: String], event: String = randomAlphanumerics(8)) throws -> HTTPClient.Response {
-        try app.send("POST", "/v1/events", json: ["subscriberId": anon, "events": [["id": event, "name": "x"]]], headers: headers)
+        try app.send(
+            "POST", "/v1/events", json: ["subscriberId": anon, "events": [["id": event, "name": "x"]]], headers: headers
+        )
     }
 
     @Test func clientKeyIsLimitedAndRefillsWithTheClock() throws {
@@ -56,8 +58,10 @@ import TestSupport
         for _ in 0..<3 { expectOK(try call(tenant.app)) }
         expectError(try call(tenant.app), 429, "rate_limited")
         let other = try app.createTenant(name: "other")
-        expectOK(try app.send(
-            "POST", "/v1/events", json: ["subscriberId": anon, "events": [["id": "e", "name": "x"]]], headers: other.app))
+        expectOK(
+            try app.send(
+                "POST", "/v1/events", json: ["subscriberId": anon, "events": [["id": "e", "name": "x"]]],
+                headers: other.app))
     }
 
     @Test func retryAfterRoundsUpToWholeSeconds() throws {
@@ -73,7 +77,9 @@ import TestSupport
         expectError(limited, 429, "rate_limited")
         #expect(limited.header("Retry-After") == "4")
         slow.clock.advance(bySeconds: 2.5)
-        #expect(try slow.send("PATCH", path, json: ["attributes": ["a": 2]], headers: tenant.app).header("Retry-After") == "2")
+        #expect(
+            try slow.send("PATCH", path, json: ["attributes": ["a": 2]], headers: tenant.app).header("Retry-After")
+                == "2")
         slow.clock.advance(bySeconds: 1.5)
         expectOK(try slow.send("PATCH", path, json: ["attributes": ["a": 2]], headers: tenant.app))
     }

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// `POST /v1/tenant/identity-secret/rotate` with a manual clock (API.md §5, §9): both secrets
 /// verify for 24 hours, a second rotation inside them retires the oldest at once.
@@ -16,7 +16,8 @@ import TestSupport
     }
 
     /// Identify with a hash made with `secret`: true when accepted as verified.
-    func verifies(_ secret: String, token: Bool = false, user: String = "user_\(randomAlphanumerics(6))") throws -> Bool {
+    func verifies(_ secret: String, token: Bool = false, user: String = "user_\(randomAlphanumerics(6))") throws -> Bool
+    {
         var body: [String: Any] = ["externalId": user]
         if token {
             body["identityToken"] = TestTokens.valid(subject: user, nowMillis: app.clock.nowMillis, secret: secret)
@@ -53,7 +54,8 @@ import TestSupport
         #expect(after.data?["identitySecret"] as? String == rotated.secret)
         #expect(after.data?["previousExpiresAt"] as? String == rotated.previousExpiresAt)
         // The workspace key sees the same; the client key may not look.
-        let viaWorkspace = try app.send("GET", "/v1/tenant/identity-secret", headers: tenant.workspace(app.workspaceKey))
+        let viaWorkspace = try app.send(
+            "GET", "/v1/tenant/identity-secret", headers: tenant.workspace(app.workspaceKey))
         #expect(viaWorkspace.data?["identitySecret"] as? String == rotated.secret)
         expectError(try app.send("GET", "/v1/tenant/identity-secret", headers: tenant.app), 403, "forbidden")
         expectError(try app.send("POST", "/v1/tenant/identity-secret/rotate", headers: tenant.app), 403, "forbidden")
@@ -106,7 +108,8 @@ import TestSupport
         var headers = tenant.app
         headers["BuzzKit-Identity-Hash"] = tenant.identityHash("user_1", secret: old)
         expectError(
-            try app.send("PATCH", "/v1/subscribers/user_1/attributes", json: ["attributes": ["a": 1]], headers: headers),
+            try app.send(
+                "PATCH", "/v1/subscribers/user_1/attributes", json: ["attributes": ["a": 1]], headers: headers),
             401, "invalid_identity_hash")
     }
 }

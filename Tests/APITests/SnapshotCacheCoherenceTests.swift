@@ -1,7 +1,7 @@
 import Identity
 import Storage
-import Testing
 import TestSupport
+import Testing
 
 /// `GET /v1/subscribers/{id}` answers from the store's snapshot cache. Every write route runs
 /// right after the subscribers it touches were read (so cached); the next read must then equal an
@@ -13,19 +13,31 @@ import TestSupport
         let (anonA, anonB, anonC) = (newAnonymousID(), newAnonymousID(), newAnonymousID())
         let ids = [anonA, anonB, anonC, "user-1", "user-2"]
         let writes: [(String, String, String, [String: Any], [String: String])] = [
-            ("register a device", "PUT", "/v1/subscribers/\(anonA)/push-subscriptions/phone",
-             ["token": "tok-1", "platform": "ios"], tenant.app),
+            (
+                "register a device", "PUT", "/v1/subscribers/\(anonA)/push-subscriptions/phone",
+                ["token": "tok-1", "platform": "ios"], tenant.app
+            ),
             ("choose topics", "PUT", "/v1/subscribers/\(anonA)/preferences", ["topics": ["news": false]], tenant.app),
-            ("patch attributes", "PATCH", "/v1/subscribers/\(anonA)/attributes", ["attributes": ["plan": "free"]], tenant.app),
-            ("send events", "POST", "/v1/events",
-             ["subscriberId": anonA, "events": [["id": "e1", "name": "open"]]], tenant.app),
+            (
+                "patch attributes", "PATCH", "/v1/subscribers/\(anonA)/attributes", ["attributes": ["plan": "free"]],
+                tenant.app
+            ),
+            (
+                "send events", "POST", "/v1/events",
+                ["subscriberId": anonA, "events": [["id": "e1", "name": "open"]]], tenant.app
+            ),
             ("identify: rename", "POST", "/v1/identify", ["externalId": "user-1", "anonymousId": anonA], tenant.app),
             ("backend upsert", "PUT", "/v1/subscribers/user-2", ["email": "two@example.com"], tenant.backend),
-            ("a device moves", "PUT", "/v1/subscribers/user-2/push-subscriptions/phone",
-             ["token": "tok-1", "platform": "ios"], tenant.app),
+            (
+                "a device moves", "PUT", "/v1/subscribers/user-2/push-subscriptions/phone",
+                ["token": "tok-1", "platform": "ios"], tenant.app
+            ),
             ("anonymous prefs", "PUT", "/v1/subscribers/\(anonB)/preferences", ["topics": ["news": true]], tenant.app),
             ("identify: absorb", "POST", "/v1/identify", ["externalId": "user-2", "anonymousId": anonB], tenant.app),
-            ("anonymous attributes", "PATCH", "/v1/subscribers/\(anonC)/attributes", ["attributes": ["x": 1]], tenant.app),
+            (
+                "anonymous attributes", "PATCH", "/v1/subscribers/\(anonC)/attributes", ["attributes": ["x": 1]],
+                tenant.app
+            ),
             ("backend merge", "POST", "/v1/subscribers/user-1/merge", ["anonymousId": anonC], tenant.backend),
             ("logout", "DELETE", "/v1/subscribers/user-2/push-subscriptions/phone", [:], tenant.app),
             ("backend attributes", "PUT", "/v1/subscribers/user-1", ["attributes": ["tier": "gold"]], tenant.backend),
@@ -40,7 +52,10 @@ import TestSupport
             for id in ids {
                 let served = try app.store.snapshot(tenantID: tenant.id, id: id)
                 let stored = try app.store.readSnapshot(tenantID: tenant.id, id: id)
-                #expect(Self.same(served, stored), "after \(name), \(id): cache \(String(describing: served?.record)) vs database \(String(describing: stored?.record))")
+                #expect(
+                    Self.same(served, stored),
+                    "after \(name), \(id): cache \(String(describing: served?.record)) vs database \(String(describing: stored?.record))"
+                )
             }
         }
         #expect(cachedAtLeastOnce)
@@ -50,6 +65,7 @@ import TestSupport
         guard let a, let b else { return a == nil && b == nil }
         return a.record == b.record && a.aliases == b.aliases && a.pushSubscriptions == b.pushSubscriptions
             && a.preferences == b.preferences && a.devices == b.devices
-            && a.attributes.map(\.name) == b.attributes.map(\.name) && a.attributes.map(\.entry) == b.attributes.map(\.entry)
+            && a.attributes.map(\.name) == b.attributes.map(\.name)
+            && a.attributes.map(\.entry) == b.attributes.map(\.entry)
     }
 }

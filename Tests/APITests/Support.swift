@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Checks an error envelope: status and stable code.
 func expectError(
@@ -20,7 +20,8 @@ func expectOK(_ response: HTTPClient.Response, _ status: Int = 200, sourceLocati
 /// The error object of an envelope without its request id, to compare two refusals exactly.
 func errorShape(_ response: HTTPClient.Response) -> String {
     let error = response.json?["error"] ?? NSNull()
-    let data = (try? JSONSerialization.data(withJSONObject: error, options: [.sortedKeys, .fragmentsAllowed])) ?? Data()
+    let data =
+        (try? JSONSerialization.data(withJSONObject: error, options: [.sortedKeys, .fragmentsAllowed])) ?? Data()
     return "\(response.status) " + String(decoding: data, as: UTF8.self)
 }
 

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// A key of tenant A never reaches, changes or reveals anything of tenant B (API.md §1), on
 /// every route. B is filled first; A then uses B's ids, device ids and tokens.
@@ -16,14 +16,24 @@ import TestSupport
         a = try app.createTenant(name: "a")
         b = try app.createTenant(name: "b")
         // B: an identified user with attributes, events, a device, preferences; an anonymous one.
-        expectOK(try app.send("PUT", "/v1/subscribers/user_1", json: ["attributes": ["plan": "pro"]], headers: b.backend), 201)
-        expectOK(try app.send("POST", "/v1/events", json: ["subscriberId": "user_1", "events": [["id": "e1", "name": "opened"]]], headers: b.app))
-        expectOK(try app.send(
-            "PUT", "/v1/subscribers/user_1/push-subscriptions/dev_1", json: ["token": "tok_1", "platform": "ios"], headers: b.app))
-        expectOK(try app.send("PUT", "/v1/subscribers/user_1/preferences", json: ["topics": ["news": true]], headers: b.app))
-        expectOK(try app.send(
-            "POST", "/v1/events", json: ["subscriberId": anonB, "events": [["id": "e1", "name": "a"], ["id": "e2", "name": "b"]]],
-            headers: b.app))
+        expectOK(
+            try app.send("PUT", "/v1/subscribers/user_1", json: ["attributes": ["plan": "pro"]], headers: b.backend),
+            201)
+        expectOK(
+            try app.send(
+                "POST", "/v1/events", json: ["subscriberId": "user_1", "events": [["id": "e1", "name": "opened"]]],
+                headers: b.app))
+        expectOK(
+            try app.send(
+                "PUT", "/v1/subscribers/user_1/push-subscriptions/dev_1", json: ["token": "tok_1", "platform": "ios"],
+                headers: b.app))
+        expectOK(
+            try app.send("PUT", "/v1/subscribers/user_1/preferences", json: ["topics": ["news": true]], headers: b.app))
+        expectOK(
+            try app.send(
+                "POST", "/v1/events",
+                json: ["subscriberId": anonB, "events": [["id": "e1", "name": "a"], ["id": "e2", "name": "b"]]],
+                headers: b.app))
     }
     deinit { app.close() }
 
@@ -39,9 +49,12 @@ import TestSupport
         for id in ["user_1", anonB] {
             var view = try bView(id)
             view["updatedAt"] = nil
-            parts.append(String(decoding: try JSONSerialization.data(withJSONObject: view, options: [.sortedKeys]), as: UTF8.self))
+            parts.append(
+                String(
+                    decoding: try JSONSerialization.data(withJSONObject: view, options: [.sortedKeys]), as: UTF8.self))
             let events = try app.send("GET", "/v1/subscribers/\(id)/events", headers: b.backend)
-            parts.append(events.text.replacingOccurrences(of: #""requestId":"[^"]*""#, with: "", options: .regularExpression))
+            parts.append(
+                events.text.replacingOccurrences(of: #""requestId":"[^"]*""#, with: "", options: .regularExpression))
         }
         return parts.joined(separator: "\n")
     }
@@ -72,7 +85,8 @@ import TestSupport
         #expect(errorShape(deleteAnon) == errorShape(deleteNowhere))
 
         // Merging into B's user: as for a user that does not exist.
-        let mergeThere = try app.send("POST", "/v1/subscribers/user_1/merge", json: ["anonymousId": anonB], headers: a.backend)
+        let mergeThere = try app.send(
+            "POST", "/v1/subscribers/user_1/merge", json: ["anonymousId": anonB], headers: a.backend)
         let mergeNowhere = try app.send(
             "POST", "/v1/subscribers/user_never/merge", json: ["anonymousId": anonB], headers: a.backend)
         expectError(mergeThere, 404, "subscriber_not_found")
@@ -80,7 +94,8 @@ import TestSupport
 
         // Merging B's anonymous id into A's own user: a never-seen id for A, so a link that moves nothing.
         expectOK(try app.send("PUT", "/v1/subscribers/user_a", json: [String: Any](), headers: a.backend), 201)
-        let merged = try app.send("POST", "/v1/subscribers/user_a/merge", json: ["anonymousId": anonB], headers: a.backend)
+        let merged = try app.send(
+            "POST", "/v1/subscribers/user_a/merge", json: ["anonymousId": anonB], headers: a.backend)
         expectOK(merged)
         let merge = try #require(merged.data?["merge"] as? [String: Any])
         #expect(merge["shape"] as? String == "link")
@@ -101,24 +116,31 @@ import TestSupport
             }
         }
         // A's counts know nothing of B's subscribers.
-        let stats = try #require(try app.send("GET", "/v1/tenant", headers: a.backend).tenant?["stats"] as? [String: Any])
+        let stats = try #require(
+            try app.send("GET", "/v1/tenant", headers: a.backend).tenant?["stats"] as? [String: Any])
         #expect(stats["identifiedSubscribers"] as? Int == 1)
     }
 
     @Test func writesWithTheOtherTenantsIdsMakeTheirOwnSubscribers() throws {
         let before = try snapshot()
         // The backend upsert creates A's own user_1.
-        let upsert = try app.send("PUT", "/v1/subscribers/user_1", json: ["attributes": ["plan": "free"]], headers: a.backend)
+        let upsert = try app.send(
+            "PUT", "/v1/subscribers/user_1", json: ["attributes": ["plan": "free"]], headers: a.backend)
         expectOK(upsert, 201)
         #expect((upsert.subscriber?["attributes"] as? [String: Any])?["plan"] as? String == "free")
         // App calls naming B's ids act on A's own subscribers.
-        expectOK(try app.send("PATCH", "/v1/subscribers/user_1/attributes", json: ["attributes": ["x": 1]], headers: a.app))
-        expectOK(try app.send("PATCH", "/v1/subscribers/\(anonB)/attributes", json: ["attributes": ["x": 1]], headers: a.app))
+        expectOK(
+            try app.send("PATCH", "/v1/subscribers/user_1/attributes", json: ["attributes": ["x": 1]], headers: a.app))
+        expectOK(
+            try app.send("PATCH", "/v1/subscribers/\(anonB)/attributes", json: ["attributes": ["x": 1]], headers: a.app)
+        )
         let ingest = try app.send(
             "POST", "/v1/events", json: ["subscriberId": anonB, "events": [["id": "e1", "name": "a"]]], headers: a.app)
         expectOK(ingest)
         #expect(ingest.data?["accepted"] as? Int == 1)  // not a duplicate of B's e1
-        expectOK(try app.send("PUT", "/v1/subscribers/user_1/preferences", json: ["topics": ["news": false]], headers: a.app))
+        expectOK(
+            try app.send("PUT", "/v1/subscribers/user_1/preferences", json: ["topics": ["news": false]], headers: a.app)
+        )
 
         let anonInA = try app.send("GET", "/v1/subscribers/\(anonB)", headers: a.backend)
         expectOK(anonInA)
@@ -145,12 +167,16 @@ import TestSupport
         let before = try snapshot()
         // Same device id and same token in A: B's registration stays where it is.
         let anonA = newAnonymousID()
-        expectOK(try app.send(
-            "PUT", "/v1/subscribers/\(anonA)/push-subscriptions/dev_1", json: ["token": "tok_1", "platform": "ios"],
-            headers: a.app))
-        expectOK(try app.send(
-            "PUT", "/v1/subscribers/user_1/push-subscriptions/dev_1", json: ["token": "tok_1", "platform": "android"],
-            headers: a.app))
+        expectOK(
+            try app.send(
+                "PUT", "/v1/subscribers/\(anonA)/push-subscriptions/dev_1",
+                json: ["token": "tok_1", "platform": "ios"],
+                headers: a.app))
+        expectOK(
+            try app.send(
+                "PUT", "/v1/subscribers/user_1/push-subscriptions/dev_1",
+                json: ["token": "tok_1", "platform": "android"],
+                headers: a.app))
         // Logging out B's device through A's key deletes nothing of B's.
         let logout = try app.send("DELETE", "/v1/subscribers/user_1/push-subscriptions/dev_1", headers: a.app)
         expectOK(logout)
@@ -176,7 +202,8 @@ import TestSupport
 
         // B's proofs mean nothing in A.
         let proofFromB = try app.send(
-            "POST", "/v1/identify", json: ["externalId": "user_9", "identityHash": b.identityHash("user_9")], headers: a.app)
+            "POST", "/v1/identify", json: ["externalId": "user_9", "identityHash": b.identityHash("user_9")],
+            headers: a.app)
         expectError(proofFromB, 401, "invalid_identity_hash")
 
         // A cannot see or revoke B's keys.
@@ -191,7 +218,10 @@ import TestSupport
             #expect(errorShape(there) == errorShape(try app.send("DELETE", "/v1/keys/key_nothing", headers: a.backend)))
         }
         expectOK(try app.send("GET", "/v1/tenant", headers: b.backend))
-        expectOK(try app.send("POST", "/v1/events", json: ["subscriberId": anonB, "events": [["id": "e3", "name": "c"]]], headers: b.app))
+        expectOK(
+            try app.send(
+                "POST", "/v1/events", json: ["subscriberId": anonB, "events": [["id": "e3", "name": "c"]]],
+                headers: b.app))
     }
 
     @Test func aTenantHeaderDoesNotMoveATenantKey() throws {
@@ -203,7 +233,9 @@ import TestSupport
         var appHeaders = a.app
         appHeaders["BuzzKit-Tenant"] = b.id
         let before = try snapshot()
-        expectOK(try app.send("PATCH", "/v1/subscribers/user_1/attributes", json: ["attributes": ["plan": "x"]], headers: appHeaders))
+        expectOK(
+            try app.send(
+                "PATCH", "/v1/subscribers/user_1/attributes", json: ["attributes": ["plan": "x"]], headers: appHeaders))
         #expect(try snapshot() == before)
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// `GET` and `PATCH /v1/tenant` (API.md §5).
 @Suite final class TenantSettingsTests {
@@ -64,12 +64,15 @@ import TestSupport
         #expect(view["protectedAttributes"] as? [String] == ["plan", "tier"])
         #expect(view["blockedExternalIds"] as? [String] == ["test_user"])
         let limits = try #require(view["attributeLimits"] as? [String: Any])
-        #expect(limits["maxKeys"] as? Int == 10 && limits["maxKeyLength"] as? Int == 20 && limits["maxValueBytes"] as? Int == 30)
+        #expect(
+            limits["maxKeys"] as? Int == 10 && limits["maxKeyLength"] as? Int == 20
+                && limits["maxValueBytes"] as? Int == 30)
 
         // A partial attributeLimits keeps the others; the secret key's workspace sibling sees the same.
         expectOK(try patch(["attributeLimits": ["maxKeys": 11]]))
         let again = try #require(
-            try app.send("GET", "/v1/tenant", headers: tenant.workspace(app.workspaceKey)).tenant?["attributeLimits"] as? [String: Any])
+            try app.send("GET", "/v1/tenant", headers: tenant.workspace(app.workspaceKey)).tenant?["attributeLimits"]
+                as? [String: Any])
         #expect(again["maxKeys"] as? Int == 11 && again["maxKeyLength"] as? Int == 20)
         // Back again.
         expectOK(try patch(["requireVerification": false, "allowAnonymous": true, "protectedAttributes": [String]()]))
@@ -78,20 +81,26 @@ import TestSupport
     }
 
     @Test func settingsTakeEffect() throws {
-        expectOK(try patch([
-            "protectedAttributes": ["plan"], "blockedExternalIds": ["test_user"], "emailProviderConnected": true,
-            "attributeLimits": ["maxKeys": 2],
-        ]))
-        expectError(try app.send("POST", "/v1/identify", json: ["externalId": "TEST_USER"], headers: tenant.app), 400, "invalid_external_id")
+        expectOK(
+            try patch([
+                "protectedAttributes": ["plan"], "blockedExternalIds": ["test_user"], "emailProviderConnected": true,
+                "attributeLimits": ["maxKeys": 2],
+            ]))
+        expectError(
+            try app.send("POST", "/v1/identify", json: ["externalId": "TEST_USER"], headers: tenant.app), 400,
+            "invalid_external_id")
         let identify = try app.send(
-            "POST", "/v1/identify", json: ["externalId": "user_1", "email": "ada@example.com", "attributes": ["plan": "pro"]],
+            "POST", "/v1/identify",
+            json: ["externalId": "user_1", "email": "ada@example.com", "attributes": ["plan": "pro"]],
             headers: tenant.app)
         expectOK(identify)
         #expect(identify.warnings.contains("attribute_protected"))
         let channels = identify.subscriber?["channels"] as? [String: Any]
         #expect((channels?["email"] as? [String: Any])?["subscribed"] as? Bool == true)
         expectError(
-            try app.send("PATCH", "/v1/subscribers/user_1/attributes", json: ["attributes": ["a": 1, "b": 2]], headers: tenant.app),
+            try app.send(
+                "PATCH", "/v1/subscribers/user_1/attributes", json: ["attributes": ["a": 1, "b": 2]],
+                headers: tenant.app),
             400, "invalid_attributes")
     }
 
@@ -113,7 +122,9 @@ import TestSupport
         #"{"stats": {}}"#,
     ])
     func unknownFieldsAndWrongTypesAreRefused(_ body: String) throws {
-        let response = app.send("PATCH", "/v1/tenant", body: Array(body.utf8), headers: tenant.backend.merging(["Content-Type": "application/json"]) { $1 })
+        let response = app.send(
+            "PATCH", "/v1/tenant", body: Array(body.utf8),
+            headers: tenant.backend.merging(["Content-Type": "application/json"]) { $1 })
         expectError(response, 400, "invalid_request")
         // Nothing of a refused patch is applied, not even its valid fields.
         let view = try read()
@@ -132,22 +143,33 @@ import TestSupport
 
         // Anonymous app calls are not what verification is about: they stay out of every count.
         let anon = newAnonymousID()
-        expectOK(try app.send("POST", "/v1/events", json: ["subscriberId": anon, "events": [["id": "e", "name": "x"]]], headers: tenant.app))
+        expectOK(
+            try app.send(
+                "POST", "/v1/events", json: ["subscriberId": anon, "events": [["id": "e", "name": "x"]]],
+                headers: tenant.app))
         #expect(try stats() == ["identifiedSubscribers": 0, "verifiedSubscribers": 0, "unverifiedAppCalls24h": 0])
 
         // An unproven identify: identified, not verified, one unverified call.
-        expectOK(try app.send("POST", "/v1/identify", json: ["externalId": "user_1", "anonymousId": anon], headers: tenant.app))
+        expectOK(
+            try app.send(
+                "POST", "/v1/identify", json: ["externalId": "user_1", "anonymousId": anon], headers: tenant.app))
         #expect(try stats() == ["identifiedSubscribers": 1, "verifiedSubscribers": 0, "unverifiedAppCalls24h": 1])
 
         // A proven identify (proof in the body): verified, and not an unverified call.
-        expectOK(try app.send(
-            "POST", "/v1/identify", json: ["externalId": "user_2", "identityHash": tenant.identityHash("user_2")], headers: tenant.app))
+        expectOK(
+            try app.send(
+                "POST", "/v1/identify", json: ["externalId": "user_2", "identityHash": tenant.identityHash("user_2")],
+                headers: tenant.app))
         #expect(try stats() == ["identifiedSubscribers": 2, "verifiedSubscribers": 1, "unverifiedAppCalls24h": 1])
 
         // A later app call with the proof in a header is verified; without one it is not.
-        expectOK(try app.send(
-            "PATCH", "/v1/subscribers/user_2/attributes", json: ["attributes": ["a": 1]], headers: tenant.app(provenFor: "user_2")))
-        expectOK(try app.send("PATCH", "/v1/subscribers/user_1/attributes", json: ["attributes": ["a": 1]], headers: tenant.app))
+        expectOK(
+            try app.send(
+                "PATCH", "/v1/subscribers/user_2/attributes", json: ["attributes": ["a": 1]],
+                headers: tenant.app(provenFor: "user_2")))
+        expectOK(
+            try app.send(
+                "PATCH", "/v1/subscribers/user_1/attributes", json: ["attributes": ["a": 1]], headers: tenant.app))
         #expect(try stats()["unverifiedAppCalls24h"] == 2)
 
         // Backend calls need no proof and are not counted; an upsert adds an identified subscriber.
@@ -156,13 +178,16 @@ import TestSupport
         #expect(try stats() == ["identifiedSubscribers": 3, "verifiedSubscribers": 1, "unverifiedAppCalls24h": 2])
 
         // Verifying an existing subscriber moves it from unverified to verified.
-        expectOK(try app.send(
-            "POST", "/v1/identify", json: ["externalId": "user_1", "identityHash": tenant.identityHash("user_1")], headers: tenant.app))
+        expectOK(
+            try app.send(
+                "POST", "/v1/identify", json: ["externalId": "user_1", "identityHash": tenant.identityHash("user_1")],
+                headers: tenant.app))
         #expect(try stats() == ["identifiedSubscribers": 3, "verifiedSubscribers": 2, "unverifiedAppCalls24h": 2])
 
         // A refused call for lack of proof still counts: it shows who would be locked out.
         expectError(
-            try app.send("PATCH", "/v1/subscribers/user_1/attributes", json: ["attributes": ["a": 2]], headers: tenant.app),
+            try app.send(
+                "PATCH", "/v1/subscribers/user_1/attributes", json: ["attributes": ["a": 2]], headers: tenant.app),
             401, "identity_verification_required")
         #expect(try stats()["unverifiedAppCalls24h"] == 3)
 

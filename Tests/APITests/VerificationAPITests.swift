@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Identity verification through the API (API.md §9).
 @Suite final class VerificationAPITests: TenantSuite {
@@ -37,7 +37,10 @@ import TestSupport
 
     @Test func wrongHashIsRefusedAndChangesNothing() throws {
         let anon = newAnonymousID()
-        expectOK(try app.send("POST", "/v1/events", json: ["subscriberId": anon, "events": [["id": "e1", "name": "x"]]], headers: tenant.app))
+        expectOK(
+            try app.send(
+                "POST", "/v1/events", json: ["subscriberId": anon, "events": [["id": "e1", "name": "x"]]],
+                headers: tenant.app))
         let wrong = String(tenant.identityHash("user_42").reversed())
         for hash in [wrong, "", "not hex", tenant.identityHash("user_43")] {
             let response = try identify([
@@ -56,7 +59,8 @@ import TestSupport
     @Test func aWrongProofIsRefusedEvenWhereNoneIsNeeded() throws {
         // A backend key needs no proof, but one that is sent must be right.
         expectError(
-            try identify(["externalId": "user_42", "identityHash": tenant.identityHash("user_1")], headers: tenant.backend),
+            try identify(
+                ["externalId": "user_42", "identityHash": tenant.identityHash("user_1")], headers: tenant.backend),
             401, "invalid_identity_hash")
     }
 
@@ -70,7 +74,8 @@ import TestSupport
         var headers = tenant.app
         headers["BuzzKit-Identity-Hash"] = forA
         expectError(
-            try app.send("PATCH", "/v1/subscribers/user_b/attributes", json: ["attributes": ["a": 1]], headers: headers),
+            try app.send(
+                "PATCH", "/v1/subscribers/user_b/attributes", json: ["attributes": ["a": 1]], headers: headers),
             401, "invalid_identity_hash")
     }
 
@@ -90,7 +95,8 @@ import TestSupport
     }
 
     @Test func expiredTokenIsRefused() throws {
-        let token = TestTokens.valid(subject: "user_42", nowMillis: nowMillis, expiresIn: 60, secret: tenant.identitySecret)
+        let token = TestTokens.valid(
+            subject: "user_42", nowMillis: nowMillis, expiresIn: 60, secret: tenant.identitySecret)
         expectOK(try identify(["externalId": "user_42", "identityToken": token]))
         app.clock.advance(bySeconds: 60 + 61)  // past exp and the minute of leeway
         expectError(try identify(["externalId": "user_42", "identityToken": token]), 401, "identity_token_expired")
@@ -105,15 +111,32 @@ import TestSupport
         let tamperedPayload = TestTokens.segment(["sub": "user_43", "exp": exp])
         return [
             ("alg none", TestTokens.segment(["alg": "none", "typ": "JWT"]) + "." + parts[1] + "."),
-            ("alg none, signed", TestTokens.make(header: ["alg": "none"], claims: ["sub": "user_42", "exp": exp], secret: secret)),
-            ("HS512", TestTokens.make(header: ["alg": "HS512", "typ": "JWT"], claims: ["sub": "user_42", "exp": exp], secret: secret)),
-            ("RS256", TestTokens.make(header: ["alg": "RS256", "typ": "JWT"], claims: ["sub": "user_42", "exp": exp], secret: secret)),
-            ("other secret", TestTokens.valid(subject: "user_42", nowMillis: nowMillis, secret: "bk_isec_" + randomAlphanumerics(43))),
+            (
+                "alg none, signed",
+                TestTokens.make(header: ["alg": "none"], claims: ["sub": "user_42", "exp": exp], secret: secret)
+            ),
+            (
+                "HS512",
+                TestTokens.make(
+                    header: ["alg": "HS512", "typ": "JWT"], claims: ["sub": "user_42", "exp": exp], secret: secret)
+            ),
+            (
+                "RS256",
+                TestTokens.make(
+                    header: ["alg": "RS256", "typ": "JWT"], claims: ["sub": "user_42", "exp": exp], secret: secret)
+            ),
+            (
+                "other secret",
+                TestTokens.valid(subject: "user_42", nowMillis: nowMillis, secret: "bk_isec_" + randomAlphanumerics(43))
+            ),
             ("tampered payload", parts[0] + "." + tamperedPayload + "." + parts[2]),
             ("tampered signature", parts[0] + "." + parts[1] + "." + String(parts[2].reversed())),
             ("missing exp", TestTokens.make(claims: ["sub": "user_42"], secret: secret)),
             ("exp not a number", TestTokens.make(claims: ["sub": "user_42", "exp": "tomorrow"], secret: secret)),
-            ("exp over 30 days", TestTokens.make(claims: ["sub": "user_42", "exp": nowMillis / 1000 + 31 * 86400], secret: secret)),
+            (
+                "exp over 30 days",
+                TestTokens.make(claims: ["sub": "user_42", "exp": nowMillis / 1000 + 31 * 86400], secret: secret)
+            ),
             ("sub mismatch", TestTokens.valid(subject: "user_43", nowMillis: nowMillis, secret: secret)),
             ("missing sub", TestTokens.make(claims: ["exp": exp], secret: secret)),
             ("two segments", parts[0] + "." + parts[1]),
@@ -138,13 +161,34 @@ import TestSupport
         var identifyBody: [String: Any] = ["externalId": id]
         if id.hasPrefix("anon_") { identifyBody = ["externalId": "user_of_\(id)", "anonymousId": id] }
         return [
-            ("attributes", try app.send("PATCH", "/v1/subscribers/\(id)/attributes", json: ["attributes": ["a": 1]], headers: headers)),
-            ("events", try app.send("POST", "/v1/events", json: ["subscriberId": id, "events": [["id": randomAlphanumerics(8), "name": "x"]]], headers: headers)),
-            ("push", try app.send(
-                "PUT", "/v1/subscribers/\(id)/push-subscriptions/dev_\(id)", json: ["token": "tok_\(id)", "platform": "ios"], headers: headers)),
-            ("preferences", try app.send("PUT", "/v1/subscribers/\(id)/preferences", json: ["topics": ["news": true]], headers: headers)),
+            (
+                "attributes",
+                try app.send(
+                    "PATCH", "/v1/subscribers/\(id)/attributes", json: ["attributes": ["a": 1]], headers: headers)
+            ),
+            (
+                "events",
+                try app.send(
+                    "POST", "/v1/events",
+                    json: ["subscriberId": id, "events": [["id": randomAlphanumerics(8), "name": "x"]]],
+                    headers: headers)
+            ),
+            (
+                "push",
+                try app.send(
+                    "PUT", "/v1/subscribers/\(id)/push-subscriptions/dev_\(id)",
+                    json: ["token": "tok_\(id)", "platform": "ios"], headers: headers)
+            ),
+            (
+                "preferences",
+                try app.send(
+                    "PUT", "/v1/subscribers/\(id)/preferences", json: ["topics": ["news": true]], headers: headers)
+            ),
             ("logout", try app.send("DELETE", "/v1/subscribers/\(id)/push-subscriptions/dev_\(id)", headers: headers)),
-            ("identify", id.hasPrefix("anon_") ? nil : try app.send("POST", "/v1/identify", json: identifyBody, headers: headers)),
+            (
+                "identify",
+                id.hasPrefix("anon_") ? nil : try app.send("POST", "/v1/identify", json: identifyBody, headers: headers)
+            ),
         ].compactMap { name, response in response.map { (name, $0) } }
     }
 
@@ -200,13 +244,17 @@ import TestSupport
         }
         // Reached through an alias, it is the same verified person.
         let anon = newAnonymousID()
-        expectOK(try identify(["externalId": "user_v", "anonymousId": anon, "identityHash": tenant.identityHash("user_v")]))
+        expectOK(
+            try identify(["externalId": "user_v", "anonymousId": anon, "identityHash": tenant.identityHash("user_v")]))
         expectError(
-            try app.send("PATCH", "/v1/subscribers/\(anon)/attributes", json: ["attributes": ["a": 1]], headers: tenant.app),
+            try app.send(
+                "PATCH", "/v1/subscribers/\(anon)/attributes", json: ["attributes": ["a": 1]], headers: tenant.app),
             401, "identity_verification_required")
         // An unverified user stays reachable without proof.
         expectOK(try identify(["externalId": "user_u"]))
-        expectOK(try app.send("PATCH", "/v1/subscribers/user_u/attributes", json: ["attributes": ["a": 1]], headers: tenant.app))
+        expectOK(
+            try app.send(
+                "PATCH", "/v1/subscribers/user_u/attributes", json: ["attributes": ["a": 1]], headers: tenant.app))
     }
 
     @Test func backendKeysNeedNoProof() throws {
@@ -224,7 +272,10 @@ import TestSupport
 
     @Test func allowAnonymousOffRefusesUnseenAnonymousIDs() throws {
         let known = newAnonymousID()
-        expectOK(try app.send("POST", "/v1/events", json: ["subscriberId": known, "events": [["id": "e", "name": "x"]]], headers: tenant.app))
+        expectOK(
+            try app.send(
+                "POST", "/v1/events", json: ["subscriberId": known, "events": [["id": "e", "name": "x"]]],
+                headers: tenant.app))
         try setting(["allowAnonymous": false])
         let unseen = newAnonymousID()
         for (name, response) in try appCalls(naming: unseen, headers: tenant.app) {
@@ -233,8 +284,13 @@ import TestSupport
         }
         expectError(try backendView(unseen), 404, "subscriber_not_found")
         // External ids still work without proof (requireVerification is off); the backend may use anonymous ids.
-        expectOK(try app.send("PATCH", "/v1/subscribers/user_1/attributes", json: ["attributes": ["a": 1]], headers: tenant.app))
-        expectOK(try app.send("PATCH", "/v1/subscribers/\(unseen)/attributes", json: ["attributes": ["a": 1]], headers: tenant.backend))
+        expectOK(
+            try app.send(
+                "PATCH", "/v1/subscribers/user_1/attributes", json: ["attributes": ["a": 1]], headers: tenant.app))
+        expectOK(
+            try app.send(
+                "PATCH", "/v1/subscribers/\(unseen)/attributes", json: ["attributes": ["a": 1]], headers: tenant.backend
+            ))
         // Signing in from an anonymous device still works: identify names the external id.
         expectOK(try identify(["externalId": "user_2", "anonymousId": known]))
     }

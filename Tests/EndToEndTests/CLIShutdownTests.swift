@@ -18,7 +18,8 @@ final class CLIShutdownTests: XCTestCase {
         XCTAssertEqual(try idle.send("GET", "/healthz").status, 200)
         let inFlight = try HTTPClient(port: server.port, timeoutSeconds: 10)
         try inFlight.write(
-            "POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(tenant.clientKey)\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n")
+            "POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(tenant.clientKey)\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
+        )
         try inFlight.write(Array(body[..<(body.count / 2)]))
         usleep(200_000)
 
@@ -45,9 +46,11 @@ final class CLIShutdownTests: XCTestCase {
         XCTAssertTrue(server.logs.contains("\"stopped\""), server.logs.suffix(1000).description)
 
         // Closed cleanly: the WAL was checkpointed and removed, the data is there and intact.
-        XCTAssertFalse(FileManager.default.fileExists(atPath: server.databasePath + "-wal"), "WAL left behind: not closed cleanly")
+        XCTAssertFalse(
+            FileManager.default.fileExists(atPath: server.databasePath + "-wal"), "WAL left behind: not closed cleanly")
         XCTAssertEqual(try sqlite(server.databasePath, "PRAGMA integrity_check"), "ok")
         XCTAssertEqual(try sqlite(server.databasePath, "SELECT count(*) FROM events"), "500")
-        XCTAssertEqual(try sqlite(server.databasePath, "SELECT event_count FROM subscribers WHERE id = '\(subscriber)'"), "500")
+        XCTAssertEqual(
+            try sqlite(server.databasePath, "SELECT event_count FROM subscribers WHERE id = '\(subscriber)'"), "500")
     }
 }

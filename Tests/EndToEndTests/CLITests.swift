@@ -68,14 +68,18 @@ final class CLITests: XCTestCase {
         // One ledger row per file of migrations/ (the repository root is three levels up).
         let migrationsFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("migrations")
-        let files = try FileManager.default.contentsOfDirectory(atPath: migrationsFolder.path).filter { $0.hasSuffix(".sql") }
+        let files = try FileManager.default.contentsOfDirectory(atPath: migrationsFolder.path).filter {
+            $0.hasSuffix(".sql")
+        }
         XCTAssertEqual(ledger.split(separator: "\n").count, files.count, ledger)
         XCTAssertTrue(ledger.hasPrefix("1|"), ledger)
 
         let second = try runBuzzkit(["migrate", "--database", database])
         XCTAssertEqual(second.status, 0, second.stderr)
         XCTAssertEqual(second.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "database is up to date")
-        XCTAssertEqual(try sqlite(database, "SELECT version, name FROM schema_migrations ORDER BY version"), ledger, "nothing re-applied")
+        XCTAssertEqual(
+            try sqlite(database, "SELECT version, name FROM schema_migrations ORDER BY version"), ledger,
+            "nothing re-applied")
 
         // A serve on the migrated database starts (nothing to apply).
         let server = try TestServer.start(databasePath: database)
@@ -104,11 +108,15 @@ final class CLITests: XCTestCase {
         let tenant = try server.createTenant()
         let client = try HTTPClient(port: server.port, timeoutSeconds: 5)
         for i in 0..<25 {
-            let response = try client.send("PUT", "/v1/subscribers/user-\(i)", json: ["email": "u\(i)@example.com"], headers: tenant.backend)
+            let response = try client.send(
+                "PUT", "/v1/subscribers/user-\(i)", json: ["email": "u\(i)@example.com"], headers: tenant.backend)
             XCTAssertEqual(response.status, 201, response.text)
         }
         let subscriber = newAnonymousID()
-        XCTAssertEqual(try client.send("POST", "/v1/events", json: eventBatch(subscriberId: subscriber, count: 40), headers: tenant.app).status, 200)
+        XCTAssertEqual(
+            try client.send(
+                "POST", "/v1/events", json: eventBatch(subscriberId: subscriber, count: 40), headers: tenant.app
+            ).status, 200)
 
         let destination = path("backups/copy.sqlite")
         let backup = try runBuzzkit(["backup", destination, "--database", server.databasePath])
@@ -126,7 +134,9 @@ final class CLITests: XCTestCase {
         XCTAssertTrue(again.stderr.contains("exists"), again.stderr)
         let missing = try runBuzzkit(["backup", path("other.sqlite"), "--database", path("nothing-here.sqlite")])
         XCTAssertNotEqual(missing.status, 0)
-        XCTAssertFalse(FileManager.default.fileExists(atPath: path("nothing-here.sqlite")), "backup must not create an empty source")
+        XCTAssertFalse(
+            FileManager.default.fileExists(atPath: path("nothing-here.sqlite")),
+            "backup must not create an empty source")
     }
 
     /// `tenant create` offline prints keys that the server then accepts; `identity-hash` is HMAC-SHA256.
@@ -139,11 +149,15 @@ final class CLITests: XCTestCase {
         let identitySecret = try XCTUnwrap(json?["identitySecret"] as? String)
         XCTAssertTrue(secretKey.hasPrefix("bk_secret_"))
         XCTAssertTrue((json?["clientKey"] as? String)?.hasPrefix("bk_client_") ?? false)
-        XCTAssertEqual(try sqlite(database, "SELECT count(*) FROM api_keys WHERE hash = '\(secretKey)' OR display_prefix = '\(secretKey)'"), "0", "keys are stored hashed")
+        XCTAssertEqual(
+            try sqlite(
+                database, "SELECT count(*) FROM api_keys WHERE hash = '\(secretKey)' OR display_prefix = '\(secretKey)'"
+            ), "0", "keys are stored hashed")
 
         let server = try TestServer.start(databasePath: database)
         defer { server.stop() }
-        let tenant = try HTTPClient(port: server.port, timeoutSeconds: 5).send("GET", "/v1/tenant", headers: ["Authorization": "Bearer \(secretKey)"])
+        let tenant = try HTTPClient(port: server.port, timeoutSeconds: 5).send(
+            "GET", "/v1/tenant", headers: ["Authorization": "Bearer \(secretKey)"])
         XCTAssertEqual(tenant.status, 200, tenant.text)
 
         let hash = try runBuzzkit(["identity-hash", "--secret", identitySecret, "user-42"])
@@ -152,7 +166,9 @@ final class CLITests: XCTestCase {
         // The server accepts that hash on identify.
         let identify = try HTTPClient(port: server.port, timeoutSeconds: 5).send(
             "POST", "/v1/identify",
-            json: ["externalId": "user-42", "identityHash": hash.stdout.trimmingCharacters(in: .whitespacesAndNewlines)],
+            json: [
+                "externalId": "user-42", "identityHash": hash.stdout.trimmingCharacters(in: .whitespacesAndNewlines),
+            ],
             headers: ["Authorization": "Bearer \(json?["clientKey"] as? String ?? "")"])
         XCTAssertTrue([200, 201].contains(identify.status), identify.text)
     }
@@ -179,11 +195,15 @@ final class CLITests: XCTestCase {
         let badPort = try runBuzzkit(["serve", "--port", "70000", "--database", path("p.sqlite")])
         XCTAssertEqual(badPort.status, 2)
         XCTAssertTrue(badPort.stderr.contains("--port"), badPort.stderr)
-        let missingConfig = try runBuzzkit(["serve", "--port", "0", "--database", path("p.sqlite"), "--config", path("absent.json")])
+        let missingConfig = try runBuzzkit([
+            "serve", "--port", "0", "--database", path("p.sqlite"), "--config", path("absent.json"),
+        ])
         XCTAssertNotEqual(missingConfig.status, 0)
         XCTAssertTrue(missingConfig.stderr.contains("absent.json"), missingConfig.stderr)
         try Data("{\"maxBodyBytes\": \"big\"}".utf8).write(to: URL(fileURLWithPath: path("bad.json")))
-        let badConfig = try runBuzzkit(["serve", "--port", "0", "--database", path("p.sqlite"), "--config", path("bad.json")])
+        let badConfig = try runBuzzkit([
+            "serve", "--port", "0", "--database", path("p.sqlite"), "--config", path("bad.json"),
+        ])
         XCTAssertNotEqual(badConfig.status, 0)
         XCTAssertTrue(badConfig.stderr.contains("maxBodyBytes"), badConfig.stderr)
     }

@@ -11,7 +11,9 @@ struct CommandResult {
 }
 
 /// Runs the real `buzzkit` binary with `arguments` and waits for it (30 s at most).
-func runBuzzkit(_ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 30) throws -> CommandResult {
+func runBuzzkit(_ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 30) throws
+    -> CommandResult
+{
     try runProcess(TestServer.binaryPath, arguments, environment: environment, timeout: timeout)
 }
 
@@ -77,7 +79,9 @@ func openFileDescriptors(_ pid: Int32) -> Int {
 func openSockets(_ pid: Int32) -> Int {
     let folder = "/proc/\(pid)/fd"
     guard let entries = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return -1 }
-    return entries.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "\(folder)/\($0)"))?.hasPrefix("socket:") == true }.count
+    return entries.filter {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "\(folder)/\($0)"))?.hasPrefix("socket:") == true
+    }.count
 }
 
 /// Polls `condition` every 20 ms until it holds or `seconds` pass.

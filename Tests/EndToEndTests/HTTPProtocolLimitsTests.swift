@@ -23,7 +23,8 @@ final class HTTPProtocolLimitsTests: XCTestCase {
     func testBodyOverTheLimitIs413() throws {
         // Announced length over the limit: refused before the body is sent.
         let c = try client()
-        try c.write("POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n")
+        try c.write(
+            "POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n")
         let announced = try c.readResponse()
         assertErrorEnvelope(announced, 413, "payload_too_large")
         assertClosed(announced, c)
@@ -54,7 +55,9 @@ final class HTTPProtocolLimitsTests: XCTestCase {
         let ok = try client()
         var body = Array("{\"subscriberId\":\"\(newAnonymousID())\",\"events\":[]}".utf8)
         body += [UInt8](repeating: 0x20, count: 2048 - body.count)
-        let atLimit = try ok.send("POST", "/v1/events", body: body, headers: tenant.app.merging(["Content-Type": "application/json"]) { a, _ in a })
+        let atLimit = try ok.send(
+            "POST", "/v1/events", body: body,
+            headers: tenant.app.merging(["Content-Type": "application/json"]) { a, _ in a })
         XCTAssertNotEqual(atLimit.status, 413)
         XCTAssertEqual(try ok.send("GET", "/healthz").status, 200)
     }

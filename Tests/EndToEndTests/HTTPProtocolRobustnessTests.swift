@@ -53,7 +53,8 @@ final class HTTPProtocolRobustnessTests: XCTestCase {
         XCTAssertGreaterThan(count, 20)
         XCTAssertLessThan(worst, 1.0, "a fast request waited \(worst) s behind the slow clients")
         XCTAssertEqual(group.wait(timeout: .now() + 15), .success)
-        XCTAssertEqual(results.withLock { $0 }, Array(repeating: 200, count: slowCount), "the slow clients are served too")
+        XCTAssertEqual(
+            results.withLock { $0 }, Array(repeating: 200, count: slowCount), "the slow clients are served too")
     }
 
     /// Over maxConnections, new connections get a 503 envelope (or a close), never a crash, and
@@ -120,12 +121,17 @@ final class HTTPProtocolRobustnessTests: XCTestCase {
         let tenant = try server.createTenant()
         let subscriber = newAnonymousID()
         let c = try HTTPClient(port: server.port, timeoutSeconds: 5)
-        XCTAssertEqual(try c.send("POST", "/v1/events", json: eventBatch(subscriberId: subscriber, count: 200), headers: tenant.app).status, 200)
+        XCTAssertEqual(
+            try c.send(
+                "POST", "/v1/events", json: eventBatch(subscriberId: subscriber, count: 200), headers: tenant.app
+            ).status, 200)
         c.close()
         let pid = server.process.processIdentifier
         XCTAssertTrue(eventually(3) { openFileDescriptors(pid) == openFileDescriptors(pid) })
         let baseline = openFileDescriptors(pid)
-        let request = Array("GET /v1/subscribers/\(subscriber)/events?limit=200 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(tenant.secretKey)\r\n\r\n".utf8)
+        let request = Array(
+            "GET /v1/subscribers/\(subscriber)/events?limit=200 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(tenant.secretKey)\r\n\r\n"
+                .utf8)
         for _ in 0..<5 {
             guard let hog = RawConnection(port: server.port) else { return XCTFail("connect") }
             for _ in 0..<200 { hog.write(request) }  // ~30 KB answers each, never read
@@ -134,7 +140,10 @@ final class HTTPProtocolRobustnessTests: XCTestCase {
         // Others are served meanwhile.
         XCTAssertEqual(try HTTPClient(port: server.port, timeoutSeconds: 5).send("GET", "/healthz").status, 200)
         var after = 0
-        XCTAssertTrue(eventually(5) { after = openFileDescriptors(pid); return after <= baseline }, "fds \(after) vs baseline \(baseline)")
+        XCTAssertTrue(
+            eventually(5) {
+                after = openFileDescriptors(pid); return after <= baseline
+            }, "fds \(after) vs baseline \(baseline)")
         XCTAssertTrue(server.process.isRunning)
     }
 
@@ -196,45 +205,52 @@ final class HTTPProtocolRobustnessTests: XCTestCase {
             done.enter()
             Thread {
                 defer { done.leave() }
-            var generator = SplitMix64(state: UInt64(worker) &* 7919 &+ 1)
-            for i in stride(from: worker, to: connections, by: workers) {
-                guard let connection = RawConnection(port: server.port) else { continue }
-                var bytes: [UInt8] = []
-                let requestsPerConnection = 1 + Int(generator.next() % 3)
-                for r in 0..<requestsPerConnection {
-                    switch generator.next() % 4 {
+                var generator = SplitMix64(state: UInt64(worker) &* 7919 &+ 1)
+                for i in stride(from: worker, to: connections, by: workers) {
+                    guard let connection = RawConnection(port: server.port) else { continue }
+                    var bytes: [UInt8] = []
+                    let requestsPerConnection = 1 + Int(generator.next() % 3)
+                    for r in 0..<requestsPerConnection {
+                        switch generator.next() % 4 {
+                        case 0:
+                            // Random bytes, ending like a head.
+                            bytes += (0..<(1 + Int(generator.next() % 300))).map { _ in
+                                UInt8(truncatingIfNeeded: generator.next())
+                            }
+                            bytes += Array("\r\n\r\n".utf8)
+                        case 1:
+                            // A valid request with random damage.
+                            var request = Array(
+                                "POST /v1/events?x=\(i) HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+                                    .utf8)
+                            for _ in 0..<3 {
+                                request[Int(generator.next() % UInt64(request.count))] = UInt8(
+                                    truncatingIfNeeded: generator.next())
+                            }
+                            bytes += request
+                        default:
+                            bytes += Array(malformed[Int(generator.next() % UInt64(malformed.count))].utf8)
+                        }
+                        _ = r
+                    }
+                    sent.withLock { $0 += requestsPerConnection }
+                    switch i % 10 {
                     case 0:
-                        // Random bytes, ending like a head.
-                        bytes += (0..<(1 + Int(generator.next() % 300))).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
-                        bytes += Array("\r\n\r\n".utf8)
+                        // Hang up at once, unread answers and all (RST).
+                        connection.write(bytes)
                     case 1:
-                        // A valid request with random damage.
-                        var request = Array("POST /v1/events?x=\(i) HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}".utf8)
-                        for _ in 0..<3 { request[Int(generator.next() % UInt64(request.count))] = UInt8(truncatingIfNeeded: generator.next()) }
-                        bytes += request
+                        // Half a request, then vanish.
+                        connection.write(Array(bytes.prefix(bytes.count / 2)))
                     default:
-                        bytes += Array(malformed[Int(generator.next() % UInt64(malformed.count))].utf8)
-                    }
-                    _ = r
-                }
-                sent.withLock { $0 += requestsPerConnection }
-                switch i % 10 {
-                case 0:
-                    // Hang up at once, unread answers and all (RST).
-                    connection.write(bytes)
-                case 1:
-                    // Half a request, then vanish.
-                    connection.write(Array(bytes.prefix(bytes.count / 2)))
-                default:
-                    connection.write(bytes)
-                    connection.shutdownWrite()
-                    let (reply, _) = connection.readToEnd(seconds: 5)
-                    if let status = firstStatus(reply) {
-                        answered.withLock { $0 += 1 }
-                        if status >= 500 && status != 501 && status != 505 { crashedAnswers.withLock { $0 += 1 } }
+                        connection.write(bytes)
+                        connection.shutdownWrite()
+                        let (reply, _) = connection.readToEnd(seconds: 5)
+                        if let status = firstStatus(reply) {
+                            answered.withLock { $0 += 1 }
+                            if status >= 500 && status != 501 && status != 505 { crashedAnswers.withLock { $0 += 1 } }
+                        }
                     }
                 }
-            }
             }.start()
         }
         XCTAssertEqual(done.wait(timeout: .now() + 40), .success, "flood workers stuck")
@@ -254,7 +270,8 @@ final class HTTPProtocolRobustnessTests: XCTestCase {
             afterSockets = openSockets(pid)
             return after <= baseline && afterSockets <= baselineSockets
         }
-        let figures = "baseline \(baseline) fds (\(baselineSockets) sockets), peak \(peak.withLock { $0 }) during the flood, \(after) after (\(afterSockets) sockets); \(answered.withLock { $0 }) connections answered"
+        let figures =
+            "baseline \(baseline) fds (\(baselineSockets) sockets), peak \(peak.withLock { $0 }) during the flood, \(after) after (\(afterSockets) sockets); \(answered.withLock { $0 }) connections answered"
         print("fd count: \(figures)")
         // Every connection is gone. The total may grow by the reader connections (4) that opened
         // their WAL file on their first read during the flood; that is not a leak.
@@ -263,4 +280,3 @@ final class HTTPProtocolRobustnessTests: XCTestCase {
         XCTAssertEqual(try HTTPClient(port: server.port, timeoutSeconds: 5).send("GET", "/readyz").status, 200)
     }
 }
-

@@ -37,7 +37,9 @@ final class HTTPProtocolTests: XCTestCase {
         let c = try client()
         // An id that could not be echoed safely (quote, backslash) is replaced by a minted one.
         let unsafe = try c.send("GET", "/healthz", headers: ["X-Request-Id": "a\"b\\c"])
-        XCTAssertTrue(unsafe.header("X-Request-Id")?.hasPrefix("req_") ?? false, String(describing: unsafe.header("X-Request-Id")))
+        XCTAssertTrue(
+            unsafe.header("X-Request-Id")?.hasPrefix("req_") ?? false, String(describing: unsafe.header("X-Request-Id"))
+        )
         let echoed = try c.send("GET", "/healthz", headers: ["X-Request-Id": "trace-abc-123"])
         XCTAssertEqual(echoed.header("X-Request-Id"), "trace-abc-123")
         XCTAssertEqual((echoed.json?["metadata"] as? [String: Any])?["requestId"] as? String, "trace-abc-123")
@@ -58,7 +60,8 @@ final class HTTPProtocolTests: XCTestCase {
         assertErrorEnvelope(try c.send("GET", "/"), 404, "not_found")
         let wrong = try c.send("DELETE", "/healthz")
         assertErrorEnvelope(wrong, 405, "method_not_allowed")
-        XCTAssertTrue(wrong.header("Allow")?.contains("GET") ?? false, "Allow: \(String(describing: wrong.header("Allow")))")
+        XCTAssertTrue(
+            wrong.header("Allow")?.contains("GET") ?? false, "Allow: \(String(describing: wrong.header("Allow")))")
         let wrongV1 = try c.send("DELETE", "/v1/events")
         assertErrorEnvelope(wrongV1, 405, "method_not_allowed")
         XCTAssertTrue(wrongV1.header("Allow")?.contains("POST") ?? false)
@@ -71,10 +74,14 @@ final class HTTPProtocolTests: XCTestCase {
         let c = try client()
         var headers = tenant.app
         headers["Content-Type"] = "application/json"
-        assertErrorEnvelope(try c.send("POST", "/v1/events", body: Array("{\"subscriberId\": ".utf8), headers: headers), 400, "invalid_json")
-        assertErrorEnvelope(try c.send("POST", "/v1/events", body: Array("[1,2]".utf8), headers: headers), 400, "invalid_json")
+        assertErrorEnvelope(
+            try c.send("POST", "/v1/events", body: Array("{\"subscriberId\": ".utf8), headers: headers), 400,
+            "invalid_json")
+        assertErrorEnvelope(
+            try c.send("POST", "/v1/events", body: Array("[1,2]".utf8), headers: headers), 400, "invalid_json")
         headers["Content-Type"] = "text/plain"
-        assertErrorEnvelope(try c.send("POST", "/v1/events", body: Array("{}".utf8), headers: headers), 415, "unsupported_media_type")
+        assertErrorEnvelope(
+            try c.send("POST", "/v1/events", body: Array("{}".utf8), headers: headers), 415, "unsupported_media_type")
         // Still usable: these are application errors, the framing was fine.
         XCTAssertEqual(try c.send("GET", "/healthz").status, 200)
         // An unknown content coding is refused before the body is read, and the connection closes.
@@ -93,7 +100,9 @@ final class HTTPProtocolTests: XCTestCase {
         let subscriber = newAnonymousID()
         for i in 0..<10 {
             XCTAssertEqual(try c.send("GET", "/healthz").status, 200)
-            let write = try c.send("POST", "/v1/events", json: eventBatch(subscriberId: subscriber, count: 1, prefix: "k\(i)-"), headers: tenant.app)
+            let write = try c.send(
+                "POST", "/v1/events", json: eventBatch(subscriberId: subscriber, count: 1, prefix: "k\(i)-"),
+                headers: tenant.app)
             XCTAssertEqual(write.status, 200, write.text)
             XCTAssertNil(write.header("Connection"), "HTTP/1.1 keep-alive needs no Connection header")
         }
@@ -110,10 +119,13 @@ final class HTTPProtocolTests: XCTestCase {
         let subscriber = newAnonymousID()
         let body = jsonBytes(eventBatch(subscriberId: subscriber, count: 3))
         var bytes = Array("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Request-Id: p1\r\n\r\n".utf8)
+        bytes +=
+            Array(
+                "POST /v1/events HTTP/1.1\r\nHost: x\r\nX-Request-Id: p2\r\nAuthorization: Bearer \(tenant.clientKey)\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
+                    .utf8) + body
         bytes += Array(
-            "POST /v1/events HTTP/1.1\r\nHost: x\r\nX-Request-Id: p2\r\nAuthorization: Bearer \(tenant.clientKey)\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
-                .utf8) + body
-        bytes += Array("GET /v1/subscribers/\(subscriber)/events HTTP/1.1\r\nHost: x\r\nX-Request-Id: p3\r\nAuthorization: Bearer \(tenant.secretKey)\r\n\r\n".utf8)
+            "GET /v1/subscribers/\(subscriber)/events HTTP/1.1\r\nHost: x\r\nX-Request-Id: p3\r\nAuthorization: Bearer \(tenant.secretKey)\r\n\r\n"
+                .utf8)
         bytes += Array("GET /nope HTTP/1.1\r\nHost: x\r\nX-Request-Id: p4\r\n\r\n".utf8)
         bytes += Array("GET /readyz HTTP/1.1\r\nHost: x\r\nX-Request-Id: p5\r\n\r\n".utf8)
         let c = try client()
@@ -133,7 +145,8 @@ final class HTTPProtocolTests: XCTestCase {
         var bytes: [UInt8] = []
         for i in 0..<count {
             let path = ["/healthz", "/readyz", "/nope", "/openapi.json"][i % 4]
-            bytes += Array("\(i % 7 == 6 ? "HEAD" : "GET") \(path) HTTP/1.1\r\nHost: x\r\nX-Request-Id: pipe-\(i)\r\n\r\n".utf8)
+            bytes += Array(
+                "\(i % 7 == 6 ? "HEAD" : "GET") \(path) HTTP/1.1\r\nHost: x\r\nX-Request-Id: pipe-\(i)\r\n\r\n".utf8)
         }
         try c.write(bytes)
         for i in 0..<count {
@@ -146,7 +159,9 @@ final class HTTPProtocolTests: XCTestCase {
 
     func testPipelineWithMalformedRequestAnswersEarlierOnesThenCloses() throws {
         let c = try client()
-        try c.write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\nBROKEN\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n")
+        try c.write(
+            "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\nBROKEN\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n"
+        )
         XCTAssertEqual(try c.readResponse().status, 200)
         XCTAssertEqual(try c.readResponse().status, 200)
         let bad = try c.readResponse()
@@ -168,7 +183,9 @@ final class HTTPProtocolTests: XCTestCase {
         while offset < body.count {
             let size = min(sizes.isEmpty ? 0x1F : sizes.removeFirst(), body.count - offset)
             let ext = offset == 0 ? ";name=value" : ""
-            bytes += Array("\(String(size, radix: 16, uppercase: offset % 2 == 0))\(ext)\r\n".utf8) + body[offset..<offset + size] + Array("\r\n".utf8)
+            bytes +=
+                Array("\(String(size, radix: 16, uppercase: offset % 2 == 0))\(ext)\r\n".utf8)
+                + body[offset..<offset + size] + Array("\r\n".utf8)
             offset += size
         }
         bytes += Array("0\r\nX-Trailer: yes\r\n\r\n".utf8)
@@ -190,7 +207,8 @@ final class HTTPProtocolTests: XCTestCase {
         let body = jsonBytes(eventBatch(subscriberId: newAnonymousID(), count: 2))
         let c = try client()
         try c.write(
-            "POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(tenant.clientKey)\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: \(body.count)\r\n\r\n")
+            "POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(tenant.clientKey)\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: \(body.count)\r\n\r\n"
+        )
         let interim = try c.readResponse()
         XCTAssertEqual(interim.status, 100)
         try c.write(body)
@@ -198,7 +216,8 @@ final class HTTPProtocolTests: XCTestCase {
         XCTAssertEqual(final.status, 200, final.text)
         XCTAssertEqual(final.data?["accepted"] as? Int, 2)
         // Over the body limit: refused at once instead of 100, and closed.
-        try c.write("POST /v1/events HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: \(10 << 20)\r\n\r\n")
+        try c.write(
+            "POST /v1/events HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: \(10 << 20)\r\n\r\n")
         let refused = try c.readResponse()
         assertErrorEnvelope(refused, 413, "payload_too_large")
         assertClosed(refused, c)
@@ -258,14 +277,18 @@ final class HTTPProtocolTests: XCTestCase {
         XCTAssertEqual(raw.status, 200)
         XCTAssertGreaterThan(raw.body.count, 2048)
         XCTAssertNil(raw.header("Content-Encoding"), "not compressed unless asked")
-        let zipped = try c.send("GET", path, headers: tenant.backend.merging(["Accept-Encoding": "br;q=1, gzip;q=0.8"]) { a, _ in a })
+        let zipped = try c.send(
+            "GET", path, headers: tenant.backend.merging(["Accept-Encoding": "br;q=1, gzip;q=0.8"]) { a, _ in a })
         XCTAssertEqual(zipped.status, 200)
         XCTAssertEqual(zipped.header("Content-Encoding"), "gzip")
         XCTAssertTrue(zipped.header("Vary")?.lowercased().contains("accept-encoding") ?? false)
         XCTAssertLessThan(Int(zipped.header("Content-Length") ?? "") ?? .max, raw.body.count / 2)
         XCTAssertEqual((zipped.data?["events"] as? [Any])?.count, 50)
-        XCTAssertEqual((zipped.data?["events"] as? [[String: Any]])?.map { $0["id"] as? String }, (raw.data?["events"] as? [[String: Any]])?.map { $0["id"] as? String })
-        let refused = try c.send("GET", path, headers: tenant.backend.merging(["Accept-Encoding": "gzip;q=0"]) { a, _ in a })
+        XCTAssertEqual(
+            (zipped.data?["events"] as? [[String: Any]])?.map { $0["id"] as? String },
+            (raw.data?["events"] as? [[String: Any]])?.map { $0["id"] as? String })
+        let refused = try c.send(
+            "GET", path, headers: tenant.backend.merging(["Accept-Encoding": "gzip;q=0"]) { a, _ in a })
         XCTAssertNil(refused.header("Content-Encoding"))
         // Small answers are not worth compressing; /openapi.json keeps its own format either way.
         XCTAssertNil(try c.send("GET", "/healthz", headers: ["Accept-Encoding": "gzip"]).header("Content-Encoding"))
@@ -284,20 +307,47 @@ final class HTTPProtocolTests: XCTestCase {
     /// Each of these must get a 400 (or the listed status) envelope with `Connection: close`, and be closed.
     func testAmbiguousOrMalformedRequestsAreRefusedAndClosed() throws {
         let cases: [(String, String, Int, String)] = [
-            ("CL+TE", "POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, "invalid_request"),
-            ("differing CL", "POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!", 400, "invalid_request"),
+            (
+                "CL+TE",
+                "POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+                400, "invalid_request"
+            ),
+            (
+                "differing CL",
+                "POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!", 400,
+                "invalid_request"
+            ),
             ("bad CL", "POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n", 400, "invalid_request"),
             ("obs-fold", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: b\r\n  folded\r\n\r\n", 400, "invalid_request"),
             ("bare LF", "GET /healthz HTTP/1.1\nHost: x\n\n", 400, "invalid_request"),
             ("bare CR", "GET /healthz HTTP/1.1\rHost: x\r\n\r\n", 400, "invalid_request"),
-            ("bad chunk size", "POST /v1/events HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n", 400, "invalid_request"),
-            ("chunk size overflow", "POST /v1/events HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFF\r\n", 400, "invalid_request"),
-            ("chunk without CRLF", "POST /v1/events HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n0\r\n\r\n", 400, "invalid_request"),
+            (
+                "bad chunk size",
+                "POST /v1/events HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
+                400, "invalid_request"
+            ),
+            (
+                "chunk size overflow",
+                "POST /v1/events HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFF\r\n", 400,
+                "invalid_request"
+            ),
+            (
+                "chunk without CRLF",
+                "POST /v1/events HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n0\r\n\r\n", 400,
+                "invalid_request"
+            ),
             ("space before colon", "GET /healthz HTTP/1.1\r\nHost : x\r\n\r\n", 400, "invalid_request"),
             ("garbage request line", "HELLO\r\n\r\n", 400, "invalid_request"),
             ("NUL in header", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\u{0}b\r\n\r\n", 400, "invalid_request"),
-            ("chunked not final", "POST /v1/events HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 400, "invalid_request"),
-            ("unknown transfer coding", "POST /v1/events HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: x-custom, chunked\r\n\r\n", 501, "not_implemented"),
+            (
+                "chunked not final", "POST /v1/events HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 400,
+                "invalid_request"
+            ),
+            (
+                "unknown transfer coding",
+                "POST /v1/events HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: x-custom, chunked\r\n\r\n", 501,
+                "not_implemented"
+            ),
             ("missing Host", "GET /healthz HTTP/1.1\r\n\r\n", 400, "invalid_request"),
             ("HTTP/2.0", "GET /healthz HTTP/2.0\r\nHost: x\r\n\r\n", 505, "http_version_not_supported"),
         ]

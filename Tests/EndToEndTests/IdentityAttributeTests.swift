@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
-import Testing
 import TestSupport
+import Testing
 
 /// API.md §7: attributes merge, provenance, protected keys, limits, no-op writes.
 @Suite struct IdentityAttributeTests {
@@ -13,7 +13,8 @@ import TestSupport
         try s.app("PATCH", "/v1/subscribers/\(pathID(id))/attributes", ["attributes": attributes])
     }
 
-    private func backendPatch(_ s: IdentitySession, _ id: String, _ attributes: JSONDict) throws -> HTTPClient.Response {
+    private func backendPatch(_ s: IdentitySession, _ id: String, _ attributes: JSONDict) throws -> HTTPClient.Response
+    {
         try s.backend("PATCH", "/v1/subscribers/\(pathID(id))/attributes", ["attributes": attributes])
     }
 
@@ -93,7 +94,9 @@ import TestSupport
     @Test func dollarKeysBelongToTheServer() throws {
         let s = try IdentitySession()
         let anon = newAnonymousID()
-        try s.app("PUT", "/v1/subscribers/\(anon)/push-subscriptions/d1", ["token": "t1", "platform": "ios", "permission": "denied"])
+        try s.app(
+            "PUT", "/v1/subscribers/\(anon)/push-subscriptions/d1",
+            ["token": "t1", "platform": "ios", "permission": "denied"])
         for attempt in [["$notificationPermission": "authorized"], ["$plan": "x", "ok": 1]] as [JSONDict] {
             for response in [try appPatch(s, anon, attempt), try backendPatch(s, anon, attempt)] {
                 #expect(response.status == 400)
@@ -104,8 +107,11 @@ import TestSupport
         let stored = try attributes(s, anon)
         #expect(stored.string("$notificationPermission") == "denied")
         #expect(stored["ok"] == nil)
-        #expect(try s.identify(["externalId": "lee", "anonymousId": anon, "attributes": ["$x": 1]]).errorCode == "invalid_attributes")
-        #expect(try s.backend("PUT", "/v1/subscribers/lee", ["attributes": ["$x": 1]]).errorCode == "invalid_attributes")
+        #expect(
+            try s.identify(["externalId": "lee", "anonymousId": anon, "attributes": ["$x": 1]]).errorCode
+                == "invalid_attributes")
+        #expect(
+            try s.backend("PUT", "/v1/subscribers/lee", ["attributes": ["$x": 1]]).errorCode == "invalid_attributes")
         #expect(try s.subscriber("lee") == nil)
     }
 
@@ -155,7 +161,9 @@ import TestSupport
         #expect(try attributes(s, anon).int("k0") == 0)
         #expect(try appPatch(s, anon, ["k0": "changed"]).status == 200)
         // Removing one makes room. Server-kept $ keys do not count.
-        try s.app("PUT", "/v1/subscribers/\(anon)/push-subscriptions/d", ["token": "t", "platform": "ios", "permission": "authorized"])
+        try s.app(
+            "PUT", "/v1/subscribers/\(anon)/push-subscriptions/d",
+            ["token": "t", "platform": "ios", "permission": "authorized"])
         #expect(try appPatch(s, anon, ["k1": NSNull(), "one-more": true]).status == 200)
         #expect(try attributes(s, anon).count == 101)
     }
@@ -201,7 +209,9 @@ import TestSupport
     @Test func aCallThatChangesNothingChangesNothing() throws {
         let s = try IdentitySession()
         let anon = newAnonymousID()
-        let values: JSONDict = ["s": "x", "n": 42, "f": 2.5, "b": false, "a": [1, 2, 3], "o": ["k": "v", "z": [true]]]
+        let values: JSONDict = [
+            "s": "x", "n": 42, "f": 2.5, "b": false, "a": [1, 2, 3], "o": ["k": "v", "z": [true]],
+        ]
         try appPatch(s, anon, values)
         try s.identify(["externalId": "ola", "anonymousId": anon, "email": "ola@example.com", "attributes": values])
         // The backend claims the email too, so re-sending it below is a true no-op (a backend write
@@ -212,9 +222,11 @@ import TestSupport
         let calls: [HTTPClient.Response] = [
             try appPatch(s, "ola", values),
             try appPatch(s, anon, ["s": "x", "missing": NSNull()]),
-            try s.identify(["externalId": "ola", "anonymousId": anon, "email": "ola@example.com", "attributes": values]),
+            try s.identify(["externalId": "ola", "anonymousId": anon, "email": "ola@example.com", "attributes": values]
+            ),
             try s.identify(["externalId": "ola", "attributes": ["email": "ola@example.com"]]),
-            try s.backend("PUT", "/v1/subscribers/ola", ["email": "ola@example.com", "attributes": ["owner": "backend"]]),
+            try s.backend(
+                "PUT", "/v1/subscribers/ola", ["email": "ola@example.com", "attributes": ["owner": "backend"]]),
             try backendPatch(s, "ola", ["owner": "backend"]),
             try s.app("PUT", "/v1/subscribers/ola/preferences", ["topics": [:]]),
         ]

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// API.md §6 "merge it once, never twice, and never into two people", under real concurrency:
 /// many threads, each with its own connection, against one server. And an absorb of 10,000 events.
@@ -24,7 +24,9 @@ import TestSupport
         return ids
     }
 
-    private func race(_ s: IdentitySession, anon: String, into externalIDs: [String], alongside sends: Int) -> ([Answer], [String]) {
+    private func race(_ s: IdentitySession, anon: String, into externalIDs: [String], alongside sends: Int) -> (
+        [Answer], [String]
+    ) {
         let answers = Mutex<[Answer]>([])
         let port = s.server.port
         let appHeaders = s.tenant.app
@@ -32,14 +34,19 @@ import TestSupport
             let client = try HTTPClient(port: port)
             if i < externalIDs.count {
                 let r = try client.send(
-                    "POST", "/v1/identify", json: ["externalId": externalIDs[i], "anonymousId": anon], headers: appHeaders)
-                let answer = Answer(externalID: externalIDs[i], status: r.status, shape: r.mergeShape, warnings: r.warnings)
+                    "POST", "/v1/identify", json: ["externalId": externalIDs[i], "anonymousId": anon],
+                    headers: appHeaders)
+                let answer = Answer(
+                    externalID: externalIDs[i], status: r.status, shape: r.mergeShape, warnings: r.warnings)
                 answers.withLock { $0.append(answer) }
             } else {
                 let j = i - externalIDs.count
                 let events = (0..<5).map { makeEvent("during-\(j)-\($0)") }
-                let r = try client.send("POST", "/v1/events", json: ["subscriberId": anon, "events": events], headers: appHeaders)
-                guard r.status == 200, r.data?.int("accepted") == 5 else { throw TestFailure("send \(j): \(r.status) \(r.text)") }
+                let r = try client.send(
+                    "POST", "/v1/events", json: ["subscriberId": anon, "events": events], headers: appHeaders)
+                guard r.status == 200, r.data?.int("accepted") == 5 else {
+                    throw TestFailure("send \(j): \(r.status) \(r.text)")
+                }
             }
         }
         return (answers.withLock { $0 }, errors)
@@ -70,7 +77,8 @@ import TestSupport
         let owners = all.filter { ($0.int("eventCount") ?? 0) > 0 }.map { $0.string("id")! }
         #expect(owners == [winner])
         let ids = try checkTimeline(s, winner)
-        let expected = Set(before.map { $0.string("id")! } + (0..<4).flatMap { j in (0..<5).map { "during-\(j)-\($0)" } })
+        let expected = Set(
+            before.map { $0.string("id")! } + (0..<4).flatMap { j in (0..<5).map { "during-\(j)-\($0)" } })
         #expect(Set(ids.filter { !$0.hasPrefix("$") }) == expected)
         #expect(ids.count == expected.count + 1, "one merge marker")
         #expect(try s.subscriber(winner)?.strings("aliases") == [anon])
@@ -86,7 +94,9 @@ import TestSupport
         #expect(errors.isEmpty, "\(errors)")
         let winners = answers.filter { $0.shape == "absorb" }
         try #require(winners.count == 1, "\(answers.map { $0.shape ?? "-" })")
-        #expect(answers.filter { $0.shape == "none" && $0.warnings == ["merge_source_identified"] }.count == people.count - 1)
+        #expect(
+            answers.filter { $0.shape == "none" && $0.warnings == ["merge_source_identified"] }.count == people.count
+                - 1)
         let winner = winners[0].externalID
         #expect(try s.subscriber(anon)?.string("id") == winner)
         #expect(try s.listAll("anonymous=true").isEmpty)
@@ -105,7 +115,8 @@ import TestSupport
             let client = try HTTPClient(port: port)
             let anon = devices[d]
             func send(_ events: [JSONDict]) throws -> (Int, Int) {
-                let r = try client.send("POST", "/v1/events", json: ["subscriberId": anon, "events": events], headers: headers)
+                let r = try client.send(
+                    "POST", "/v1/events", json: ["subscriberId": anon, "events": events], headers: headers)
                 guard r.status == 200, let data = r.data else { throw TestFailure("events: \(r.status) \(r.text)") }
                 return (data.int("accepted")!, data.int("duplicates")!)
             }
@@ -113,7 +124,9 @@ import TestSupport
             for chunk in stride(from: 0, to: 30, by: 10) { _ = try send(Array(before[chunk..<chunk + 10])) }
             let r = try client.send(
                 "POST", "/v1/identify", json: ["externalId": "pat", "anonymousId": anon], headers: headers)
-            guard r.status == 200, let shape = r.mergeShape else { throw TestFailure("identify: \(r.status) \(r.text)") }
+            guard r.status == 200, let shape = r.mergeShape else {
+                throw TestFailure("identify: \(r.status) \(r.text)")
+            }
             shapes.withLock { $0.append(shape) }
             // After the merge the device keeps using its anonymous id: new events, and a retry of old ones.
             let (accepted, _) = try send((0..<10).map { makeEvent("dev\(d)-post-\($0)") })
@@ -131,7 +144,8 @@ import TestSupport
         #expect(Set(pat.strings("aliases")) == Set(devices))
         for anon in devices { #expect(try s.subscriber(anon)?.string("id") == "pat") }
         let ids = try checkTimeline(s, "pat")
-        let expected = Set((0..<10).flatMap { d in (0..<30).map { "dev\(d)-pre-\($0)" } + (0..<10).map { "dev\(d)-post-\($0)" } })
+        let expected = Set(
+            (0..<10).flatMap { d in (0..<30).map { "dev\(d)-pre-\($0)" } + (0..<10).map { "dev\(d)-post-\($0)" } })
         #expect(Set(ids.filter { !$0.hasPrefix("$") }) == expected, "no event lost")
         #expect(ids.count == expected.count + devices.count, "one marker per device")
         let markers = try s.timeline("pat").filter { $0.string("name") == "$subscriber.merged" }
@@ -148,10 +162,12 @@ import TestSupport
         func stampOf(_ i: Int) -> String { isoStamp((i % 2 == 0 ? i : i + 7) * 8, base: "2023-02-03") }
         for start in stride(from: 0, to: total, by: 500) {
             let batch = (start..<start + 500).map { i in
-                makeEvent("bulk-\(i)", i % 100 == 0 ? "$session.start" : "tap", timestamp: stampOf(i), properties: ["i": i])
+                makeEvent(
+                    "bulk-\(i)", i % 100 == 0 ? "$session.start" : "tap", timestamp: stampOf(i), properties: ["i": i])
             }
             let client = try HTTPClient(port: s.server.port)
-            let r = try client.send("POST", "/v1/events", json: ["subscriberId": anon, "events": batch], headers: s.tenant.backend)
+            let r = try client.send(
+                "POST", "/v1/events", json: ["subscriberId": anon, "events": batch], headers: s.tenant.backend)
             try #require(r.status == 200, "\(r.text)")
             try #require(r.data?.int("accepted") == 500)
         }
@@ -170,7 +186,8 @@ import TestSupport
         for i in 0..<total {
             let e = timeline[5 + i]
             if e.string("id") != "bulk-\(i)" || e.string("timestamp") != stampOf(i)
-                || e.object("properties")?.int("i") != i || e.string("name") != (i % 100 == 0 ? "$session.start" : "tap")
+                || e.object("properties")?.int("i") != i
+                || e.string("name") != (i % 100 == 0 ? "$session.start" : "tap")
             {
                 mismatches += 1
             }

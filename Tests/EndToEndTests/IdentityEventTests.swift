@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// API.md §8: event batches, idempotency, gzip, names, the timeline.
 @Suite struct IdentityEventTests {
@@ -62,13 +62,22 @@ import TestSupport
         let s = try IdentitySession()
         let anon = newAnonymousID()
         let longest = String(repeating: "n", count: 128)
-        #expect(try s.sendEvents(anon, [
-            makeEvent("s1", "$session.start"), makeEvent("s2", "$session.end"), makeEvent("s3", longest),
-            makeEvent("s4", "purchase $ completed"), makeEvent("s5", "注文完了"),
-        ]).accepted == 5)
-        #expect(try s.timeline(anon).map { $0.string("name")! } == ["$session.start", "$session.end", longest, "purchase $ completed", "注文完了"])
+        #expect(
+            try s.sendEvents(
+                anon,
+                [
+                    makeEvent("s1", "$session.start"), makeEvent("s2", "$session.end"), makeEvent("s3", longest),
+                    makeEvent("s4", "purchase $ completed"), makeEvent("s5", "注文完了"),
+                ]
+            ).accepted == 5)
+        #expect(
+            try s.timeline(anon).map { $0.string("name")! } == [
+                "$session.start", "$session.end", longest, "purchase $ completed", "注文完了",
+            ])
         for name in ["$session.middle", "$Session.start", "$notificationPermission", "$"] {
-            #expect(try s.app("POST", "/v1/events", ["subscriberId": anon, "events": [makeEvent("z", name)]]).errorCode == "invalid_event")
+            #expect(
+                try s.app("POST", "/v1/events", ["subscriberId": anon, "events": [makeEvent("z", name)]]).errorCode
+                    == "invalid_event")
         }
     }
 
@@ -99,8 +108,14 @@ import TestSupport
         #expect(try s.sendEvents(renamed, [makeEvent("r1"), makeEvent("r2"), makeEvent("r3")]) == (1, 2))
         #expect(try s.sendEvents(absorbed, [makeEvent("a1"), makeEvent("a2")]) == (1, 1))
         #expect(try s.sendEvents("pia", [makeEvent("a1"), makeEvent("a2")]) == (0, 2))
-        #expect(try s.timeline("quinn").filter { $0.string("name") != "$subscriber.merged" }.map { $0.string("id")! } == ["r1", "r2", "r3"])
-        #expect(try s.timeline("pia").filter { $0.string("name") != "$subscriber.merged" }.map { $0.string("id")! } == ["a1", "a2"])
+        #expect(
+            try s.timeline("quinn").filter { $0.string("name") != "$subscriber.merged" }.map { $0.string("id")! } == [
+                "r1", "r2", "r3",
+            ])
+        #expect(
+            try s.timeline("pia").filter { $0.string("name") != "$subscriber.merged" }.map { $0.string("id")! } == [
+                "a1", "a2",
+            ])
         #expect(try s.subscriber("pia")?.int("eventCount") == 3)
     }
 
@@ -174,7 +189,8 @@ import TestSupport
         #expect(try s.backend("GET", "/v1/subscribers/\(anon)/events?after=25").data?.objects("events").isEmpty == true)
         #expect(try s.backend("GET", "/v1/subscribers/\(anon)/events?after=20").data?.objects("events").count == 5)
         for bad in ["after=-1", "after=x", "limit=0", "limit=1001"] {
-            #expect(try s.backend("GET", "/v1/subscribers/\(anon)/events?\(bad)").errorCode == "invalid_request", "\(bad)")
+            #expect(
+                try s.backend("GET", "/v1/subscribers/\(anon)/events?\(bad)").errorCode == "invalid_request", "\(bad)")
         }
         #expect(try s.backend("GET", "/v1/subscribers/\(newAnonymousID())/events").status == 404)
     }
@@ -183,14 +199,16 @@ import TestSupport
         let s = try IdentitySession()
         let anon = newAnonymousID()
         let before = Date()
-        try s.sendEvents(anon, [
-            makeEvent("utc", timestamp: "2021-03-04T05:06:07.089Z"),
-            makeEvent("offset", timestamp: "2021-03-04T07:06:07.089+02:00"),
-            makeEvent("seconds", timestamp: "2021-03-04T05:06:07Z"),
-            makeEvent("micros", timestamp: "2021-03-04T05:06:07.123456Z"),
-            makeEvent("none"),
-            makeEvent("props", properties: ["price": 9.99, "items": ["a", "b"], "meta": ["ok": true]]),
-        ])
+        try s.sendEvents(
+            anon,
+            [
+                makeEvent("utc", timestamp: "2021-03-04T05:06:07.089Z"),
+                makeEvent("offset", timestamp: "2021-03-04T07:06:07.089+02:00"),
+                makeEvent("seconds", timestamp: "2021-03-04T05:06:07Z"),
+                makeEvent("micros", timestamp: "2021-03-04T05:06:07.123456Z"),
+                makeEvent("none"),
+                makeEvent("props", properties: ["price": 9.99, "items": ["a", "b"], "meta": ["ok": true]]),
+            ])
         let timeline = try s.timeline(anon)
         let byID = Dictionary(uniqueKeysWithValues: timeline.map { ($0.string("id")!, $0) })
         #expect(byID["utc"]?.string("timestamp") == "2021-03-04T05:06:07.089Z")

@@ -1,8 +1,8 @@
 import Foundation
 import Glibc
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 // Shared pieces of the identity end-to-end suites (API.md §3-8): the real `buzzkit` binary,
 // started once per test process, and a tenant per test so tests never see each other's data.
@@ -56,7 +56,9 @@ final class IdentitySession {
 
     /// With the client key (and any identity headers).
     @discardableResult
-    func app(_ method: String, _ path: String, _ json: Any? = nil, headers: [String: String] = [:]) throws -> HTTPClient.Response {
+    func app(_ method: String, _ path: String, _ json: Any? = nil, headers: [String: String] = [:]) throws
+        -> HTTPClient.Response
+    {
         try client.send(method, path, json: json, headers: tenant.app.merging(headers) { _, new in new })
     }
 
@@ -138,13 +140,16 @@ final class IdentitySession {
 
 /// An id as a path segment: everything but unreserved characters percent-encoded.
 func pathID(_ id: String) -> String {
-    var allowed = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)..<Unicode.Scalar(128)))
+    var allowed = CharacterSet.alphanumerics.intersection(
+        CharacterSet(charactersIn: Unicode.Scalar(0)..<Unicode.Scalar(128)))
     allowed.insert(charactersIn: "-_.~")
     return id.addingPercentEncoding(withAllowedCharacters: allowed) ?? id
 }
 
 /// An event as the SDK sends it.
-func makeEvent(_ id: String, _ name: String = "screen.viewed", timestamp: String? = nil, properties: JSONDict? = nil) -> JSONDict {
+func makeEvent(_ id: String, _ name: String = "screen.viewed", timestamp: String? = nil, properties: JSONDict? = nil)
+    -> JSONDict
+{
     var event: JSONDict = ["id": id, "name": name]
     if let timestamp { event["timestamp"] = timestamp }
     if let properties { event["properties"] = properties }

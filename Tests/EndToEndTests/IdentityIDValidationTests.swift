@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// API.md §3: which ids are accepted where, and that a refused call changes nothing.
 @Suite struct IdentityIDValidationTests {
@@ -13,7 +13,8 @@ import TestSupport
     private func anonymousWitness(_ s: IdentitySession) throws -> (id: String, before: JSONDict) {
         let anon = newAnonymousID()
         try s.sendEvents(anon, [makeEvent("w1")])
-        #expect(try s.app("PATCH", "/v1/subscribers/\(anon)/attributes", ["attributes": ["plan": "trial"]]).status == 200)
+        #expect(
+            try s.app("PATCH", "/v1/subscribers/\(anon)/attributes", ["attributes": ["plan": "trial"]]).status == 200)
         return (anon, try #require(try s.subscriber(anon)))
     }
 
@@ -24,7 +25,8 @@ import TestSupport
         #expect(after.strings("aliases").isEmpty)
         #expect(after.int("eventCount") == 1)
         #expect(after.string("updatedAt") == witness.before.string("updatedAt"))
-        #expect(NSDictionary(dictionary: after.object("attributes") ?? [:]) == NSDictionary(dictionary: ["plan": "trial"]))
+        #expect(
+            NSDictionary(dictionary: after.object("attributes") ?? [:]) == NSDictionary(dictionary: ["plan": "trial"]))
         #expect(try s.timeline(witness.id).map { $0.string("id") } == ["w1"])
         // No other subscriber appeared.
         #expect(try s.listAll().map { $0.string("id") } == [witness.id])
@@ -202,7 +204,10 @@ import TestSupport
             ["externalId": "carol", "anonymousId": witness.id, "email": "not-an-email"],
             ["externalId": "carol", "anonymousId": witness.id, "attributes": ["email": "still not one"]],
             ["externalId": "carol", "anonymousId": witness.id, "attributes": ["$plan": "x"]],
-            ["externalId": "carol", "anonymousId": witness.id, "attributes": ["big": String(repeating: "x", count: 2000)]],
+            [
+                "externalId": "carol", "anonymousId": witness.id,
+                "attributes": ["big": String(repeating: "x", count: 2000)],
+            ],
             ["externalId": "carol", "anonymousId": witness.id, "subscribe": ["email": "yes"]],
             ["externalId": "carol", "anonymousId": witness.id, "identityHash": String(repeating: "0", count: 64)],
             ["externalId": "carol", "anonymousId": witness.id, "unknownField": 1],

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
-import Testing
 import TestSupport
+import Testing
 
 /// API.md §6: identify and the three merge shapes, through HTTP.
 @Suite struct IdentityMergeTests {
@@ -15,10 +15,12 @@ import TestSupport
     @Test func renameKeepsTheRowAndMovesNothing() throws {
         let s = try IdentitySession()
         let anon = newAnonymousID()
-        try s.sendEvents(anon, [
-            makeEvent("a", timestamp: isoStamp(1000)), makeEvent("b", timestamp: isoStamp(2000)),
-            makeEvent("c", "$session.start"),
-        ])
+        try s.sendEvents(
+            anon,
+            [
+                makeEvent("a", timestamp: isoStamp(1000)), makeEvent("b", timestamp: isoStamp(2000)),
+                makeEvent("c", "$session.start"),
+            ])
         try s.app("PATCH", "/v1/subscribers/\(anon)/attributes", ["attributes": ["onboarding": "done"]])
         try s.app("PUT", "/v1/subscribers/\(anon)/push-subscriptions/dev1", ["token": "tok1", "platform": "ios"])
         try s.app("PUT", "/v1/subscribers/\(anon)/preferences", ["topics": ["news": false]])
@@ -65,18 +67,23 @@ import TestSupport
     @Test func absorbMovesEverythingOntoTheIdentifiedTimeline() throws {
         let s = try IdentitySession()
         // The identified person: backend attributes, own events, preferences.
-        #expect(try s.backend("PUT", "/v1/subscribers/ada", ["attributes": ["plan": "pro", "team": "core"]]).status == 201)
-        try s.sendEvents("ada", [makeEvent("own-1", timestamp: isoStamp(50_000)), makeEvent("own-2", timestamp: isoStamp(60_000))])
+        #expect(
+            try s.backend("PUT", "/v1/subscribers/ada", ["attributes": ["plan": "pro", "team": "core"]]).status == 201)
+        try s.sendEvents(
+            "ada", [makeEvent("own-1", timestamp: isoStamp(50_000)), makeEvent("own-2", timestamp: isoStamp(60_000))])
         try s.app("PUT", "/v1/subscribers/ada/preferences", ["topics": ["news": true]])
         tick()
         // The second device, anonymous: older timestamps than ada's events, on purpose.
         let anon = newAnonymousID()
-        try s.sendEvents(anon, [
-            makeEvent("dev-1", timestamp: isoStamp(1_000), properties: ["step": 1]),
-            makeEvent("dev-2", timestamp: isoStamp(3_000), properties: ["step": 2]),
-            makeEvent("dev-3", timestamp: isoStamp(2_000), properties: ["nested": ["a": [1, 2]]]),
-        ])
-        try s.app("PUT", "/v1/subscribers/\(anon)/preferences", ["topics": ["news": false, "promo": true]])  // news: newer here
+        try s.sendEvents(
+            anon,
+            [
+                makeEvent("dev-1", timestamp: isoStamp(1_000), properties: ["step": 1]),
+                makeEvent("dev-2", timestamp: isoStamp(3_000), properties: ["step": 2]),
+                makeEvent("dev-3", timestamp: isoStamp(2_000), properties: ["nested": ["a": [1, 2]]]),
+            ])
+        // news: newer here
+        try s.app("PUT", "/v1/subscribers/\(anon)/preferences", ["topics": ["news": false, "promo": true]])
         tick()
         try s.app("PUT", "/v1/subscribers/ada/preferences", ["topics": ["promo": false]])  // promo: newer on ada
         tick()
@@ -112,7 +119,9 @@ import TestSupport
             #expect(copy.string("name") == original.string("name"))
             #expect(copy.string("timestamp") == original.string("timestamp"))
             #expect(copy.string("receivedAt") == original.string("receivedAt"))
-            #expect(NSDictionary(dictionary: copy.object("properties") ?? [:]) == NSDictionary(dictionary: original.object("properties") ?? [:]))
+            #expect(
+                NSDictionary(dictionary: copy.object("properties") ?? [:])
+                    == NSDictionary(dictionary: original.object("properties") ?? [:]))
         }
         #expect(timeline[4].object("properties")?.object("nested") != nil)
         let marker = try #require(timeline.last)
@@ -293,7 +302,8 @@ import TestSupport
         let s = try IdentitySession()
         let anon = newAnonymousID()
         let device: JSONDict = [
-            "deviceId": "iphone-1", "platform": "ios", "appVersion": "2.1.0", "osVersion": "18.1", "model": "iPhone16,1",
+            "deviceId": "iphone-1", "platform": "ios", "appVersion": "2.1.0", "osVersion": "18.1",
+            "model": "iPhone16,1",
             "locale": "de_DE", "timeZone": "Europe/Berlin",
         ]
         let r = try s.identify(["externalId": "frank", "anonymousId": anon, "device": device])
@@ -307,9 +317,11 @@ import TestSupport
         let s = try IdentitySession()
         let anon = newAnonymousID()
         // The marker's id is the server's; a client event may not take it ahead of the merge.
-        let squat = try s.app("POST", "/v1/events", [
-            "subscriberId": "sam", "events": [makeEvent("$subscriber.merged:\(anon)", "innocent")],
-        ])
+        let squat = try s.app(
+            "POST", "/v1/events",
+            [
+                "subscriberId": "sam", "events": [makeEvent("$subscriber.merged:\(anon)", "innocent")],
+            ])
         #expect(squat.status == 400)
         #expect(squat.errorCode == "invalid_event")
         try s.sendEvents("sam", [makeEvent("ok")])

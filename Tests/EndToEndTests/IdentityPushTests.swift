@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
-import Testing
 import TestSupport
+import Testing
 
 /// API.md §5: push subscriptions (login moves them, logout removes them, 20 at most) and preferences.
 @Suite struct IdentityPushTests {
@@ -167,7 +167,8 @@ import TestSupport
         #expect(NSDictionary(dictionary: same.subscriber?.object("preferences") ?? [:]) == NSDictionary(dictionary: p2))
         #expect(same.subscriber?.string("updatedAt") == second.subscriber?.string("updatedAt"))
         for bad in [["topics": ["news": "yes"]], ["topics": ["": true]], [:], ["topics": [1]]] as [JSONDict] {
-            #expect(try s.app("PUT", "/v1/subscribers/\(anon)/preferences", bad).errorCode == "invalid_request", "\(bad)")
+            #expect(
+                try s.app("PUT", "/v1/subscribers/\(anon)/preferences", bad).errorCode == "invalid_request", "\(bad)")
         }
     }
 }

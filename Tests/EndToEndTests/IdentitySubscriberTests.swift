@@ -1,12 +1,13 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// API.md §5: the backend's subscriber endpoints.
 @Suite struct IdentitySubscriberTests {
     @Test func putIsAnIdempotentUpsert() throws {
         let s = try IdentitySession()
-        let created = try s.backend("PUT", "/v1/subscribers/user_42", ["email": "ada@example.com", "attributes": ["plan": "pro"]])
+        let created = try s.backend(
+            "PUT", "/v1/subscribers/user_42", ["email": "ada@example.com", "attributes": ["plan": "pro"]])
         #expect(created.status == 201)
         let first = try #require(created.subscriber)
         #expect(first.string("id") == "user_42")
@@ -16,7 +17,8 @@ import TestSupport
         #expect(first.object("attributes")?.string("plan") == "pro")
         #expect(first.object("attributes")?.string("email") == "ada@example.com")
 
-        let again = try s.backend("PUT", "/v1/subscribers/user_42", ["email": "ada@example.com", "attributes": ["plan": "pro"]])
+        let again = try s.backend(
+            "PUT", "/v1/subscribers/user_42", ["email": "ada@example.com", "attributes": ["plan": "pro"]])
         #expect(again.status == 200)
         #expect(again.subscriber?.string("createdAt") == first.string("createdAt"))
         #expect(again.subscriber?.string("updatedAt") == first.string("updatedAt"))
@@ -129,11 +131,15 @@ import TestSupport
         let first = newAnonymousID()
         let second = newAnonymousID()
         try s.sendEvents(first, [makeEvent("a1"), makeEvent("a2")])
-        try s.app("PUT", "/v1/subscribers/\(first)/push-subscriptions/phone", ["token": "tok-phone", "platform": "ios"])
+        try s.app(
+            "PUT", "/v1/subscribers/\(first)/push-subscriptions/phone", ["token": "tok-phone", "platform": "ios"])
         try s.sendEvents(second, [makeEvent("b1")])
-        try s.app("PUT", "/v1/subscribers/\(second)/push-subscriptions/tablet", ["token": "tok-tablet", "platform": "ios"])
+        try s.app(
+            "PUT", "/v1/subscribers/\(second)/push-subscriptions/tablet", ["token": "tok-tablet", "platform": "ios"])
         try s.app("PUT", "/v1/subscribers/\(second)/preferences", ["topics": ["news": false]])
-        try #require(try s.identify(["externalId": "hopper", "anonymousId": first, "email": "g@example.com"]).mergeShape == "rename")
+        try #require(
+            try s.identify(["externalId": "hopper", "anonymousId": first, "email": "g@example.com"]).mergeShape
+                == "rename")
         try #require(try s.identify(["externalId": "hopper", "anonymousId": second]).mergeShape == "absorb")
         let before = try #require(try s.subscriber("hopper"))
         #expect(before.objects("pushSubscriptions").count == 2)
@@ -183,7 +189,8 @@ import TestSupport
             #expect(events.errorCode == "identity_verification_required")
             let attributes = try s.app("PATCH", "/v1/subscribers/\(id)/attributes", ["attributes": ["a": 1]])
             #expect(attributes.errorCode == "identity_verification_required")
-            let push = try s.app("PUT", "/v1/subscribers/\(id)/push-subscriptions/d", ["token": "t-\(id)", "platform": "ios"])
+            let push = try s.app(
+                "PUT", "/v1/subscribers/\(id)/push-subscriptions/d", ["token": "t-\(id)", "platform": "ios"])
             #expect(push.errorCode == "identity_verification_required")
         }
         #expect(try s.subscriber(unseen) == nil)

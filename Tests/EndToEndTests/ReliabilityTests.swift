@@ -25,7 +25,8 @@ import Testing
             externalId: user, secret: IdentityVerifier.key(fromSecret: tenant.identitySecret))
         secrets.append(hash)
         var r = try client.send(
-            "POST", "/v1/identify", json: ["externalId": user, "anonymousId": anon, "identityHash": hash, "email": "leak@example.com"],
+            "POST", "/v1/identify",
+            json: ["externalId": user, "anonymousId": anon, "identityHash": hash, "email": "leak@example.com"],
             headers: tenant.app)
         #expect(r.status == 200)
 
@@ -51,12 +52,15 @@ import Testing
         // Wrong proofs and keys, refused: still never echoed into the logs.
         let wrongHash = String(repeating: "ab", count: 32)
         let wrongToken = IdentityVerifier.makeToken(
-            claims: ["sub": .string(user), "exp": JSONValue(Int64(exp))], secret: Array("not-the-secret-\(UUID())".utf8))
+            claims: ["sub": .string(user), "exp": JSONValue(Int64(exp))], secret: Array("not-the-secret-\(UUID())".utf8)
+        )
         let wrongKey = "bk_sk_" + randomAlphanumerics(32)
         secrets += [wrongHash, wrongToken, wrongKey]
-        r = try client.send("POST", "/v1/identify", json: ["externalId": user, "identityHash": wrongHash], headers: tenant.app)
+        r = try client.send(
+            "POST", "/v1/identify", json: ["externalId": user, "identityHash": wrongHash], headers: tenant.app)
         #expect(r.status == 401)
-        r = try client.send("POST", "/v1/identify", json: ["externalId": user, "identityToken": wrongToken], headers: tenant.app)
+        r = try client.send(
+            "POST", "/v1/identify", json: ["externalId": user, "identityToken": wrongToken], headers: tenant.app)
         #expect(r.status == 401)
         r = try client.send("GET", "/v1/subscribers/\(user)", headers: ["Authorization": "Bearer \(wrongKey)"])
         #expect(r.status == 401)
@@ -73,7 +77,8 @@ import Testing
         #expect(r.status == 200)
         let rotated = try #require(r.data?["identitySecret"] as? String)
         secrets.append(rotated)
-        r = try client.send("PUT", "/v1/subscribers/leak_user_3", json: ["email": "three@example.com"], headers: tenant.backend)
+        r = try client.send(
+            "PUT", "/v1/subscribers/leak_user_3", json: ["email": "three@example.com"], headers: tenant.backend)
         #expect(r.status == 201)
         _ = try client.send("GET", "/metrics")
         client.close()
@@ -95,9 +100,12 @@ import Testing
         defer { server.stop() }
         let tenant = try server.createTenant()
         let client = try HTTPClient(port: server.port)
-        let put = try client.send("PUT", "/v1/subscribers/log_1", json: ["attributes": ["a": 1]], headers: tenant.backend)
+        let put = try client.send(
+            "PUT", "/v1/subscribers/log_1", json: ["attributes": ["a": 1]], headers: tenant.backend)
         #expect(put.status == 201)
-        _ = try client.send("GET", "/v1/subscribers/nobody", headers: ["X-Request-Id": "req_fromTheClient1"].merging(tenant.backend) { $1 })
+        _ = try client.send(
+            "GET", "/v1/subscribers/nobody",
+            headers: ["X-Request-Id": "req_fromTheClient1"].merging(tenant.backend) { $1 })
         _ = try client.send("GET", "/no/such/route")
         client.close()
         server.stop()
@@ -117,8 +125,11 @@ import Testing
         let putLine = try #require(requests.first { $0["route"] as? String == "PUT /v1/subscribers/:id" })
         #expect(putLine["status"] as? Int == 201)
         #expect(putLine["tenant"] as? String == tenant.id)
-        #expect(put.json.flatMap { ($0["metadata"] as? [String: Any])?["requestId"] as? String } == putLine["requestId"] as? String)
-        #expect(requests.contains { $0["route"] as? String == "GET /v1/subscribers/:id" && $0["status"] as? Int == 404 })
+        #expect(
+            put.json.flatMap { ($0["metadata"] as? [String: Any])?["requestId"] as? String } == putLine["requestId"]
+                as? String)
+        #expect(
+            requests.contains { $0["route"] as? String == "GET /v1/subscribers/:id" && $0["status"] as? Int == 404 })
         #expect(requests.contains { $0["route"] as? String == "unmatched" && $0["status"] as? Int == 404 })
     }
 
@@ -140,10 +151,15 @@ import Testing
         let tenant = try server.createTenant()
         let client = try HTTPClient(port: server.port)
         let anon = newAnonymousID()
-        _ = try client.send("POST", "/v1/events", json: ["subscriberId": anon, "events": [["id": "m1", "name": "open"]]], headers: tenant.app)
-        let identify = try client.send("POST", "/v1/identify", json: ["externalId": "metrics_1", "anonymousId": anon], headers: tenant.app)
+        _ = try client.send(
+            "POST", "/v1/events", json: ["subscriberId": anon, "events": [["id": "m1", "name": "open"]]],
+            headers: tenant.app)
+        let identify = try client.send(
+            "POST", "/v1/identify", json: ["externalId": "metrics_1", "anonymousId": anon], headers: tenant.app)
         #expect(identify.status == 200)
-        _ = try client.send("POST", "/v1/identify", json: ["externalId": "metrics_2", "anonymousId": newAnonymousID()], headers: tenant.app)
+        _ = try client.send(
+            "POST", "/v1/identify", json: ["externalId": "metrics_2", "anonymousId": newAnonymousID()],
+            headers: tenant.app)
         _ = try client.send("GET", "/v1/subscribers/nobody", headers: tenant.backend)
 
         let response = try client.send("GET", "/metrics")
@@ -191,12 +207,15 @@ import Testing
         }
         // Nesting: 32 levels parse, 33 and a million do not (no stack overflow).
         func nested(_ depth: Int) -> [UInt8] {
-            Array(("{\"attributes\":{\"a\":" + String(repeating: "[", count: depth - 2) + String(repeating: "]", count: depth - 2) + "}}").utf8)
+            Array(
+                ("{\"attributes\":{\"a\":" + String(repeating: "[", count: depth - 2)
+                    + String(repeating: "]", count: depth - 2) + "}}").utf8)
         }
         #expect(try post(nested(32), id: "deep_ok").status == 201, "32 levels are allowed")
         for depth in [33, 1000, 500_000] {
             let r = try post(nested(depth))
-            #expect(r.status == 400 && r.errorCode == "invalid_json", "depth \(depth): \(r.status) \(r.text.prefix(200))")
+            #expect(
+                r.status == 400 && r.errorCode == "invalid_json", "depth \(depth): \(r.status) \(r.text.prefix(200))")
         }
         // Malformed.
         for body in ["{", "{\"attributes\": }", "[1,2", "{\"a\":\"\u{1}\"}", "nul", "{\"a\":1}garbage", "\u{FEFF}{}"] {
@@ -206,11 +225,13 @@ import Testing
         let invalidUTF8: [UInt8] = Array("{\"attributes\":{\"a\":\"".utf8) + [0xC3, 0x28] + Array("\"}}".utf8)
         #expect(try post(invalidUTF8).status == 400)
         // Huge: past the body limit is 413 before any parsing.
-        let huge = Array("{\"attributes\":{\"a\":\"".utf8) + [UInt8](repeating: 120, count: 2 << 20) + Array("\"}}".utf8)
+        let huge =
+            Array("{\"attributes\":{\"a\":\"".utf8) + [UInt8](repeating: 120, count: 2 << 20) + Array("\"}}".utf8)
         let r = try post(huge)
         #expect(r.status == 413 && r.errorCode == "payload_too_large")
         // A million-element array inside the limit is refused by the rules, not by a crash.
-        let wide = Array(("{\"attributes\":{\"a\":[" + Array(repeating: "0", count: 400_000).joined(separator: ",") + "]}}").utf8)
+        let wide = Array(
+            ("{\"attributes\":{\"a\":[" + Array(repeating: "0", count: 400_000).joined(separator: ",") + "]}}").utf8)
         #expect(try post(wide).status == 400)
         try client.connect()
         #expect(try client.send("GET", "/healthz").status == 200)
@@ -235,7 +256,9 @@ import Testing
         #expect(try fresh.send("GET", "/healthz").status == 200)
         // The server did not inflate it: its resident size stays far below the decoded size.
         let status = try String(contentsOfFile: "/proc/\(server.process.processIdentifier)/status", encoding: .utf8)
-        let rssKB = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }?.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+        let rssKB =
+            status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }?.split(separator: " ").dropFirst().first
+            .flatMap { Int($0) } ?? 0
         #expect(rssKB < 128 * 1024, "peak RSS \(rssKB) KiB")
     }
 
@@ -254,7 +277,8 @@ import Testing
                 while !stop.isSet {
                     n += 1
                     let id = "backup_\(w)_\(n)"
-                    if let r = try? client.send("PUT", "/v1/subscribers/\(id)", json: ["attributes": ["n": n]], headers: tenant.backend),
+                    if let r = try? client.send(
+                        "PUT", "/v1/subscribers/\(id)", json: ["attributes": ["n": n]], headers: tenant.backend),
                         r.status == 201
                     {
                         acknowledged.append(id)
@@ -282,7 +306,9 @@ import Testing
         let restored = try TestServer.start(databasePath: destination, workspaceKey: server.workspaceKey)
         defer { restored.stop() }
         let client = try HTTPClient(port: restored.port)
-        let missing = try before.filter { try client.send("GET", "/v1/subscribers/\($0)", headers: tenant.backend).status != 200 }
+        let missing = try before.filter {
+            try client.send("GET", "/v1/subscribers/\($0)", headers: tenant.backend).status != 200
+        }
         #expect(missing.isEmpty, "\(missing.count) of \(before.count) acknowledged writes missing from the backup")
     }
 }

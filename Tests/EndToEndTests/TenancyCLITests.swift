@@ -1,11 +1,13 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// `buzzkit tenant create` and `buzzkit identity-hash` against `buzzkit serve` on the same database.
 @Suite struct TenancyCLITests {
     /// Runs the built `buzzkit` with `arguments`; returns its exit status and standard output.
-    private func buzzkit(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+    private func buzzkit(_ arguments: [String], environment: [String: String] = [:]) throws -> (
+        status: Int32, output: String
+    ) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: TestServer.binaryPath)
         process.arguments = arguments
@@ -22,14 +24,18 @@ import TestSupport
     }
 
     private func temporaryDatabase() throws -> (directory: URL, path: String) {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("buzzkit-cli-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "buzzkit-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         return (directory, directory.appendingPathComponent("data/buzzkit.sqlite").path)
     }
 
     /// `tenant create` output: `{tenant: {id, name}, secretKey, clientKey, identitySecret}`.
-    private func createTenant(_ name: String, database: String, environment: [String: String] = [:]) throws -> (TestTenant, String) {
-        let (status, output) = try buzzkit(["tenant", "create", name, "--database", database], environment: environment)
+    private func createTenant(_ name: String, database: String, environment: [String: String] = [:]) throws -> (
+        TestTenant, String
+    ) {
+        let (status, output) = try buzzkit(
+            ["tenant", "create", name, "--database", database], environment: environment)
         #expect(status == 0, "\(output)")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
         let tenant = try #require(json["tenant"] as? [String: Any])
@@ -83,7 +89,8 @@ import TestSupport
         let (directory, database) = try temporaryDatabase()
         defer { try? FileManager.default.removeItem(at: directory) }
         let workspaceKey = "bk_ws_" + randomAlphanumerics(32)
-        let (tenant, _) = try createTenant("acme", database: database, environment: ["BUZZKIT_BOOTSTRAP_WORKSPACE_KEY": workspaceKey])
+        let (tenant, _) = try createTenant(
+            "acme", database: database, environment: ["BUZZKIT_BOOTSTRAP_WORKSPACE_KEY": workspaceKey])
         let server = try TestServer.start(databasePath: database, workspaceKey: workspaceKey)
         defer { server.stop() }
         let client = try HTTPClient(port: server.port)

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Keys, tenants and identity proofs over real HTTP against `buzzkit serve`: the headers
 /// (`Authorization`, `BuzzKit-Tenant`, `BuzzKit-Identity-*`, `Retry-After`) as they cross the wire.
@@ -19,14 +19,16 @@ import TestSupport
     private var nowMillis: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     private func check(
-        _ response: HTTPClient.Response, _ status: Int, _ code: String? = nil, sourceLocation: SourceLocation = #_sourceLocation
+        _ response: HTTPClient.Response, _ status: Int, _ code: String? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
     ) {
         #expect(response.status == status, "\(response.text)", sourceLocation: sourceLocation)
         if let code { #expect(response.errorCode == code, "\(response.text)", sourceLocation: sourceLocation) }
     }
 
     private func appCall(_ headers: [String: String]) throws -> HTTPClient.Response {
-        try client.send("PATCH", "/v1/subscribers/\(newAnonymousID())/attributes", json: ["attributes": ["a": 1]], headers: headers)
+        try client.send(
+            "PATCH", "/v1/subscribers/\(newAnonymousID())/attributes", json: ["attributes": ["a": 1]], headers: headers)
     }
 
     @Test func keyKindsOnEachRouteClass() throws {
@@ -65,23 +67,36 @@ import TestSupport
         let secret = tenant.identitySecret
         let exp = nowMillis / 1000 + 3600
         func identify(_ user: String, token: String) throws -> HTTPClient.Response {
-            try client.send("POST", "/v1/identify", json: ["externalId": user, "identityToken": token], headers: tenant.app)
+            try client.send(
+                "POST", "/v1/identify", json: ["externalId": user, "identityToken": token], headers: tenant.app)
         }
-        let valid = try identify("user_42", token: TestTokens.valid(subject: "user_42", nowMillis: nowMillis, secret: secret))
+        let valid = try identify(
+            "user_42", token: TestTokens.valid(subject: "user_42", nowMillis: nowMillis, secret: secret))
         check(valid, 200)
         #expect((valid.data?["subscriber"] as? [String: Any])?["verified"] as? Bool == true)
 
         let expired = TestTokens.make(claims: ["sub": "user_42", "exp": nowMillis / 1000 - 300], secret: secret)
         check(try identify("user_42", token: expired), 401, "identity_token_expired")
 
-        let good = TestTokens.valid(subject: "user_42", nowMillis: nowMillis, secret: secret).split(separator: ".").map(String.init)
+        let good = TestTokens.valid(subject: "user_42", nowMillis: nowMillis, secret: secret).split(separator: ".").map(
+            String.init)
         let refused: [(String, String)] = [
             ("alg none", TestTokens.segment(["alg": "none", "typ": "JWT"]) + "." + good[1] + "."),
-            ("HS512", TestTokens.make(header: ["alg": "HS512", "typ": "JWT"], claims: ["sub": "user_42", "exp": exp], secret: secret)),
-            ("other secret", TestTokens.valid(subject: "user_42", nowMillis: nowMillis, secret: "bk_isec_" + randomAlphanumerics(43))),
+            (
+                "HS512",
+                TestTokens.make(
+                    header: ["alg": "HS512", "typ": "JWT"], claims: ["sub": "user_42", "exp": exp], secret: secret)
+            ),
+            (
+                "other secret",
+                TestTokens.valid(subject: "user_42", nowMillis: nowMillis, secret: "bk_isec_" + randomAlphanumerics(43))
+            ),
             ("tampered", good[0] + "." + TestTokens.segment(["sub": "user_42", "exp": exp + 60]) + "." + good[2]),
             ("missing exp", TestTokens.make(claims: ["sub": "user_42"], secret: secret)),
-            ("exp over 30 days", TestTokens.make(claims: ["sub": "user_42", "exp": nowMillis / 1000 + 31 * 86400], secret: secret)),
+            (
+                "exp over 30 days",
+                TestTokens.make(claims: ["sub": "user_42", "exp": nowMillis / 1000 + 31 * 86400], secret: secret)
+            ),
             ("sub mismatch", TestTokens.valid(subject: "user_43", nowMillis: nowMillis, secret: secret)),
         ]
         for (name, token) in refused {
@@ -94,8 +109,12 @@ import TestSupport
     @Test func proofHeadersUnderRequireVerification() throws {
         check(try client.send("PATCH", "/v1/tenant", json: ["requireVerification": true], headers: tenant.backend), 200)
         let path = "/v1/subscribers/user_7/attributes"
-        check(try client.send("PATCH", path, json: ["attributes": ["a": 1]], headers: tenant.app), 401, "identity_verification_required")
-        check(try client.send("PATCH", path, json: ["attributes": ["a": 1]], headers: tenant.app(provenFor: "user_7")), 200)
+        check(
+            try client.send("PATCH", path, json: ["attributes": ["a": 1]], headers: tenant.app), 401,
+            "identity_verification_required")
+        check(
+            try client.send("PATCH", path, json: ["attributes": ["a": 1]], headers: tenant.app(provenFor: "user_7")),
+            200)
         let token = TestTokens.valid(subject: "user_7", nowMillis: nowMillis, secret: tenant.identitySecret)
         check(
             try client.send(
@@ -108,19 +127,27 @@ import TestSupport
         let rotated = try client.send("POST", "/v1/tenant/identity-secret/rotate", headers: tenant.backend)
         check(rotated, 200)
         let newSecret = try #require(rotated.data?["identitySecret"] as? String)
-        check(try client.send("PATCH", path, json: ["attributes": ["a": 3]], headers: tenant.app(provenFor: "user_7", secret: newSecret)), 200)
-        check(try client.send("PATCH", path, json: ["attributes": ["a": 4]], headers: tenant.app(provenFor: "user_7")), 200)
+        check(
+            try client.send(
+                "PATCH", path, json: ["attributes": ["a": 3]],
+                headers: tenant.app(provenFor: "user_7", secret: newSecret)), 200)
+        check(
+            try client.send("PATCH", path, json: ["attributes": ["a": 4]], headers: tenant.app(provenFor: "user_7")),
+            200)
     }
 
     @Test func anotherTenantsIdsAreInvisible() throws {
         let other = try server.createTenant(name: "other")
-        check(try client.send("PUT", "/v1/subscribers/user_b", json: ["attributes": ["x": 1]], headers: other.backend), 201)
+        check(
+            try client.send("PUT", "/v1/subscribers/user_b", json: ["attributes": ["x": 1]], headers: other.backend),
+            201)
         let there = try client.send("GET", "/v1/subscribers/user_b", headers: tenant.backend)
         let nowhere = try client.send("GET", "/v1/subscribers/user_nowhere", headers: tenant.backend)
         check(there, 404, "subscriber_not_found")
         #expect(there.status == nowhere.status)
-        #expect((there.json?["error"] as? [String: Any])?["message"] as? String
-            == (nowhere.json?["error"] as? [String: Any])?["message"] as? String)
+        #expect(
+            (there.json?["error"] as? [String: Any])?["message"] as? String
+                == (nowhere.json?["error"] as? [String: Any])?["message"] as? String)
     }
 }
 
@@ -133,7 +160,8 @@ import TestSupport
         let client = try HTTPClient(port: server.port)
         let anon = newAnonymousID()
         func call(_ headers: [String: String]) throws -> HTTPClient.Response {
-            try client.send("PATCH", "/v1/subscribers/\(anon)/attributes", json: ["attributes": ["a": 1]], headers: headers)
+            try client.send(
+                "PATCH", "/v1/subscribers/\(anon)/attributes", json: ["attributes": ["a": 1]], headers: headers)
         }
         var statuses: [Int] = []
         var retryAfter: String?

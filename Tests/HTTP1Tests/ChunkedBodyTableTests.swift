@@ -66,8 +66,9 @@ let chunkedCases: [ChunkedCase] = [
     .init("extension too long", "5;" + String(repeating: "x", count: 1025) + "\r\nhello\r\n0\r\n\r\n", bad),
     .init("NUL in extension", "5;a\u{0}\r\nhello\r\n0\r\n\r\n", bad),
     .init("bare LF in extension", "5;a\nhello\r\n0\r\n\r\n", bad),
-    .init("trailer too large", "0\r\nX-Trailer: 12345678901234567890\r\n\r\n", .error(431, "headers_too_large"),
-          maxTrailerBytes: 16),
+    .init(
+        "trailer too large", "0\r\nX-Trailer: 12345678901234567890\r\n\r\n", .error(431, "headers_too_large"),
+        maxTrailerBytes: 16),
     .init("trailer at limit", "0\r\nX: 123456789\r\n\r\n", .done(""), maxTrailerBytes: 16),
     .init("obs-fold in trailer", "0\r\nX: 1\r\n 2\r\n\r\n", bad),
     .init("bare LF in trailer", "0\r\nX: 1\n\r\n", bad),
@@ -148,8 +149,9 @@ struct ResponseHeadTests {
     @Test("200 with headers in order")
     func ok() {
         let headers = HTTPHeaders([("Content-Type", "application/json"), ("Content-Length", "2")])
-        #expect(serialize(.http1_1, .ok, headers)
-            == "prefix|HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n")
+        #expect(
+            serialize(.http1_1, .ok, headers)
+                == "prefix|HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n")
     }
 
     @Test("no headers")
@@ -159,24 +161,28 @@ struct ResponseHeadTests {
 
     @Test("HTTP/1.0 version and 400 with Connection: close")
     func badRequestClose() {
-        #expect(serialize(.http1_0, .badRequest, ["Connection": "close"])
-            == "prefix|HTTP/1.0 400 Bad Request\r\nConnection: close\r\n\r\n")
+        #expect(
+            serialize(.http1_0, .badRequest, ["Connection": "close"])
+                == "prefix|HTTP/1.0 400 Bad Request\r\nConnection: close\r\n\r\n")
     }
 
     @Test("every status the parser can produce has its reason phrase")
     func parserStatuses() {
         #expect(serialize(.http1_1, .uriTooLong, [:]) == "prefix|HTTP/1.1 414 URI Too Long\r\n\r\n")
-        #expect(serialize(.http1_1, .headersTooLarge, [:])
-            == "prefix|HTTP/1.1 431 Request Header Fields Too Large\r\n\r\n")
+        #expect(
+            serialize(.http1_1, .headersTooLarge, [:])
+                == "prefix|HTTP/1.1 431 Request Header Fields Too Large\r\n\r\n")
         #expect(serialize(.http1_1, .notImplemented, [:]) == "prefix|HTTP/1.1 501 Not Implemented\r\n\r\n")
-        #expect(serialize(.http1_1, .httpVersionNotSupported, [:])
-            == "prefix|HTTP/1.1 505 HTTP Version Not Supported\r\n\r\n")
+        #expect(
+            serialize(.http1_1, .httpVersionNotSupported, [:])
+                == "prefix|HTTP/1.1 505 HTTP Version Not Supported\r\n\r\n")
         #expect(serialize(.http1_1, HTTPStatus(100), [:]) == "prefix|HTTP/1.1 100 Continue\r\n\r\n")
     }
 
     @Test("CR and LF in a value cannot split the response")
     func noSplitting() {
-        #expect(serialize(.http1_1, .ok, ["X-Echo": "a\r\nSet-Cookie: x=1"])
-            == "prefix|HTTP/1.1 200 OK\r\nX-Echo: a  Set-Cookie: x=1\r\n\r\n")
+        #expect(
+            serialize(.http1_1, .ok, ["X-Echo": "a\r\nSet-Cookie: x=1"])
+                == "prefix|HTTP/1.1 200 OK\r\nX-Echo: a  Set-Cookie: x=1\r\n\r\n")
     }
 }

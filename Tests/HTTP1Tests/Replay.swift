@@ -131,7 +131,8 @@ func decodeInPieces(_ bytes: [UInt8], cuts: [Int], make: () -> ChunkedBodyDecode
             collect(ranges, consumed: consumed)
             // Once done, the decoder takes nothing more.
             let again = piece.withUnsafeBytes { decoder.decode($0) }
-            if case .done(0, let more) = again, more.isEmpty {} else {
+            if case .done(0, let more) = again, more.isEmpty {
+            } else {
                 problems.append("decode after done returned \(again)")
             }
             return (.done(body: body, consumed: offset + consumed), problems)

@@ -50,65 +50,92 @@ private func b(_ s: String) -> [UInt8] { Array(s.utf8) }
 
 let headCases: [HeadCase] = [
     // MARK: Accepted
-    .init("simple GET", "GET / HTTP/1.1\r\nHost: a\r\n\r\n",
-          .ok(method: "GET", target: "/", headers: ["Host=a"])),
-    .init("HTTP/1.0 without Host", "GET /x HTTP/1.0\r\n\r\n",
-          .ok(method: "GET", target: "/x", version: .http1_0, headers: [])),
-    .init("query in target", "GET /a/b?x=1&y=%20#f HTTP/1.1\r\nHost: a\r\n\r\n",
-          .ok(method: "GET", target: "/a/b?x=1&y=%20#f")),
+    .init(
+        "simple GET", "GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+        .ok(method: "GET", target: "/", headers: ["Host=a"])),
+    .init(
+        "HTTP/1.0 without Host", "GET /x HTTP/1.0\r\n\r\n",
+        .ok(method: "GET", target: "/x", version: .http1_0, headers: [])),
+    .init(
+        "query in target", "GET /a/b?x=1&y=%20#f HTTP/1.1\r\nHost: a\r\n\r\n",
+        .ok(method: "GET", target: "/a/b?x=1&y=%20#f")),
     .init("OPTIONS asterisk", "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", .ok(method: "OPTIONS", target: "*")),
     .init("extension method token", "M-SEARCH /x HTTP/1.1\r\nHost: a\r\n\r\n", .ok(method: "M-SEARCH", target: "/x")),
     .init("lowercase method kept as sent", "get / HTTP/1.1\r\nHost: a\r\n\r\n", .ok(method: "get", target: "/")),
-    .init("value OWS trimmed", "GET / HTTP/1.1\r\nHost: \t a b \t \r\n\r\n",
-          .ok(method: "GET", target: "/", headers: ["Host=a b"])),
-    .init("no space after colon", "GET / HTTP/1.1\r\nHost:a\r\n\r\n", .ok(method: "GET", target: "/", headers: ["Host=a"])),
-    .init("empty value", "GET / HTTP/1.1\r\nHost: a\r\nX-Empty:\r\nX-Blank:   \r\n\r\n",
-          .ok(method: "GET", target: "/", headers: ["Host=a", "X-Empty=", "X-Blank="])),
-    .init("obs-text in value", "GET / HTTP/1.1\r\nHost: a\r\nX-Name: Zoë\r\n\r\n",
-          .ok(method: "GET", target: "/", headers: ["Host=a", "X-Name=Zoë"])),
-    .init("HTAB inside value", "GET / HTTP/1.1\r\nHost: a\r\nX: 1\t2\r\n\r\n",
-          .ok(method: "GET", target: "/", headers: ["Host=a", "X=1\t2"])),
-    .init("duplicate fields kept in order", "GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\nx: 2\r\n\r\n",
-          .ok(method: "GET", target: "/", headers: ["Host=a", "X=1", "x=2"])),
+    .init(
+        "value OWS trimmed", "GET / HTTP/1.1\r\nHost: \t a b \t \r\n\r\n",
+        .ok(method: "GET", target: "/", headers: ["Host=a b"])),
+    .init(
+        "no space after colon", "GET / HTTP/1.1\r\nHost:a\r\n\r\n", .ok(method: "GET", target: "/", headers: ["Host=a"])
+    ),
+    .init(
+        "empty value", "GET / HTTP/1.1\r\nHost: a\r\nX-Empty:\r\nX-Blank:   \r\n\r\n",
+        .ok(method: "GET", target: "/", headers: ["Host=a", "X-Empty=", "X-Blank="])),
+    .init(
+        "obs-text in value", "GET / HTTP/1.1\r\nHost: a\r\nX-Name: Zoë\r\n\r\n",
+        .ok(method: "GET", target: "/", headers: ["Host=a", "X-Name=Zoë"])),
+    .init(
+        "HTAB inside value", "GET / HTTP/1.1\r\nHost: a\r\nX: 1\t2\r\n\r\n",
+        .ok(method: "GET", target: "/", headers: ["Host=a", "X=1\t2"])),
+    .init(
+        "duplicate fields kept in order", "GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\nx: 2\r\n\r\n",
+        .ok(method: "GET", target: "/", headers: ["Host=a", "X=1", "x=2"])),
     .init("Host name case-insensitive", "GET / HTTP/1.1\r\nhOsT: a\r\n\r\n", .ok(method: "GET", target: "/")),
-    .init("leading empty lines ignored", "\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
-          .ok(method: "GET", target: "/")),
-    .init("leading empty lines at limit", String(repeating: "\r\n", count: 8) + "GET / HTTP/1.0\r\n\r\n",
-          .ok(method: "GET", target: "/", version: .http1_0)),
-    .init("pipelined two requests", "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n",
-          .ok(method: "GET", target: "/1", consumed: 28)),
-    .init("body bytes left after head", "POST /p HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello",
-          .ok(method: "POST", target: "/p", framing: .contentLength(5), consumed: 48)),
-    .init("Content-Length zero", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n",
-          .ok(method: "POST", target: "/", framing: .contentLength(0))),
-    .init("Content-Length leading zeros", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 007\r\n\r\n",
-          .ok(method: "POST", target: "/", framing: .contentLength(7))),
-    .init("repeated identical Content-Length", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n",
-          .ok(method: "POST", target: "/", framing: .contentLength(5))),
-    .init("identical Content-Length list", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 5\r\n\r\n",
-          .ok(method: "POST", target: "/", framing: .contentLength(5))),
-    .init("POST without length has no body", "POST / HTTP/1.1\r\nHost: a\r\n\r\n",
-          .ok(method: "POST", target: "/", framing: .none)),
-    .init("chunked framing", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
-          .ok(method: "POST", target: "/", framing: .chunked)),
-    .init("chunked case-insensitive with OWS", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:  ChUnKeD \r\n\r\n",
-          .ok(method: "POST", target: "/", framing: .chunked)),
-    .init("TE empty list elements ignored", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: , chunked,\r\n\r\n",
-          .ok(method: "POST", target: "/", framing: .chunked)),
-    .init("header count at limit", "GET / HTTP/1.1\r\nHost: a\r\nB: 1\r\nC: 2\r\n\r\n",
-          .ok(method: "GET", target: "/"), limits: small),
-    .init("target at limit", "GET /234567890123456 HTTP/1.1\r\nHost: a\r\n\r\n",
-          .ok(method: "GET", target: "/234567890123456"), limits: small),
-    .init("section exactly at limit", "GET / HTTP/1.1\r\nHost: a\r\nX: 12345678901234567890123456789012\r\n\r\n",
-          .ok(method: "GET", target: "/"), limits: small),
+    .init(
+        "leading empty lines ignored", "\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+        .ok(method: "GET", target: "/")),
+    .init(
+        "leading empty lines at limit", String(repeating: "\r\n", count: 8) + "GET / HTTP/1.0\r\n\r\n",
+        .ok(method: "GET", target: "/", version: .http1_0)),
+    .init(
+        "pipelined two requests", "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n",
+        .ok(method: "GET", target: "/1", consumed: 28)),
+    .init(
+        "body bytes left after head", "POST /p HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello",
+        .ok(method: "POST", target: "/p", framing: .contentLength(5), consumed: 48)),
+    .init(
+        "Content-Length zero", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n",
+        .ok(method: "POST", target: "/", framing: .contentLength(0))),
+    .init(
+        "Content-Length leading zeros", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 007\r\n\r\n",
+        .ok(method: "POST", target: "/", framing: .contentLength(7))),
+    .init(
+        "repeated identical Content-Length",
+        "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n",
+        .ok(method: "POST", target: "/", framing: .contentLength(5))),
+    .init(
+        "identical Content-Length list", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 5\r\n\r\n",
+        .ok(method: "POST", target: "/", framing: .contentLength(5))),
+    .init(
+        "POST without length has no body", "POST / HTTP/1.1\r\nHost: a\r\n\r\n",
+        .ok(method: "POST", target: "/", framing: .none)),
+    .init(
+        "chunked framing", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
+        .ok(method: "POST", target: "/", framing: .chunked)),
+    .init(
+        "chunked case-insensitive with OWS", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:  ChUnKeD \r\n\r\n",
+        .ok(method: "POST", target: "/", framing: .chunked)),
+    .init(
+        "TE empty list elements ignored", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: , chunked,\r\n\r\n",
+        .ok(method: "POST", target: "/", framing: .chunked)),
+    .init(
+        "header count at limit", "GET / HTTP/1.1\r\nHost: a\r\nB: 1\r\nC: 2\r\n\r\n",
+        .ok(method: "GET", target: "/"), limits: small),
+    .init(
+        "target at limit", "GET /234567890123456 HTTP/1.1\r\nHost: a\r\n\r\n",
+        .ok(method: "GET", target: "/234567890123456"), limits: small),
+    .init(
+        "section exactly at limit", "GET / HTTP/1.1\r\nHost: a\r\nX: 12345678901234567890123456789012\r\n\r\n",
+        .ok(method: "GET", target: "/"), limits: small),
 
     // MARK: Request line
     .init("empty input", "", .needMore),
     .init("incomplete request line", "GET / HT", .needMore),
     .init("incomplete, no blank line", "GET / HTTP/1.1\r\nHost: a\r\n", .needMore),
     .init("incomplete, final CR only", "GET / HTTP/1.1\r\nHost: a\r\n\r", .needMore),
-    .init("method at length limit", "ABCDEFGHIJKLMNOPQRSTUVWXYZ012345 / HTTP/1.1\r\nHost: a\r\n\r\n",
-          .ok(method: "ABCDEFGHIJKLMNOPQRSTUVWXYZ012345", target: "/")),
+    .init(
+        "method at length limit", "ABCDEFGHIJKLMNOPQRSTUVWXYZ012345 / HTTP/1.1\r\nHost: a\r\n\r\n",
+        .ok(method: "ABCDEFGHIJKLMNOPQRSTUVWXYZ012345", target: "/")),
     .init("method too long", "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456 / HTTP/1.1\r\n\r\n", .error(501, "not_implemented")),
     .init("NUL in method", b("G") + [0] + b("T / HTTP/1.1\r\n\r\n"), bad),
     .init("non-token in method", "GE(T / HTTP/1.1\r\n\r\n", bad),
@@ -118,12 +145,17 @@ let headCases: [HeadCase] = [
     .init("HTAB as separator", "GET\t/ HTTP/1.1\r\n\r\n", bad),
     .init("SP after version", "GET / HTTP/1.1 \r\n\r\n", bad),
     .init("missing version (HTTP/0.9)", "GET /\r\n\r\n", bad),
-    .init("absolute-form target becomes origin-form", "GET http://a/x?y=1 HTTP/1.1\r\nHost: a\r\n\r\n",
-          .ok(method: "GET", target: "/x?y=1")),
-    .init("absolute-form https, uppercase scheme", "GET HTTPS://a:8080/x HTTP/1.1\r\nHost: a\r\n\r\n",
-          .ok(method: "GET", target: "/x")),
-    .init("absolute-form with an empty path", "GET http://a HTTP/1.1\r\nHost: a\r\n\r\n", .ok(method: "GET", target: "/")),
-    .init("absolute-form query without path", "GET http://a?q HTTP/1.1\r\nHost: a\r\n\r\n", .ok(method: "GET", target: "/?q")),
+    .init(
+        "absolute-form target becomes origin-form", "GET http://a/x?y=1 HTTP/1.1\r\nHost: a\r\n\r\n",
+        .ok(method: "GET", target: "/x?y=1")),
+    .init(
+        "absolute-form https, uppercase scheme", "GET HTTPS://a:8080/x HTTP/1.1\r\nHost: a\r\n\r\n",
+        .ok(method: "GET", target: "/x")),
+    .init(
+        "absolute-form with an empty path", "GET http://a HTTP/1.1\r\nHost: a\r\n\r\n", .ok(method: "GET", target: "/")),
+    .init(
+        "absolute-form query without path", "GET http://a?q HTTP/1.1\r\nHost: a\r\n\r\n",
+        .ok(method: "GET", target: "/?q")),
     .init("absolute-form without authority", "GET http:///x HTTP/1.1\r\nHost: a\r\n\r\n", bad),
     .init("absolute-form of another scheme", "GET ftp://a/x HTTP/1.1\r\nHost: a\r\n\r\n", bad),
     .init("a word as target", "GET hello HTTP/1.1\r\nHost: a\r\n\r\n", bad),
@@ -142,8 +174,9 @@ let headCases: [HeadCase] = [
     .init("HTTP/2.0", "GET / HTTP/2.0\r\nHost: a\r\n\r\n", .error(505, "http_version_not_supported")),
     .init("HTTP/1.2", "GET / HTTP/1.2\r\nHost: a\r\n\r\n", .error(505, "http_version_not_supported")),
     .init("HTTP/0.9 with version", "GET / HTTP/0.9\r\n\r\n", .error(505, "http_version_not_supported")),
-    .init("target too long", "GET /2345678901234567 HTTP/1.1\r\nHost: a\r\n\r\n",
-          .error(414, "uri_too_long"), limits: small),
+    .init(
+        "target too long", "GET /2345678901234567 HTTP/1.1\r\nHost: a\r\n\r\n",
+        .error(414, "uri_too_long"), limits: small),
     .init("target too long before line ends", "GET /23456789012345678", .error(414, "uri_too_long"), limits: small),
 
     // MARK: Line endings
@@ -173,21 +206,33 @@ let headCases: [HeadCase] = [
     .init("DEL in value", b("GET / HTTP/1.1\r\nHost: a") + [0x7F] + b("\r\n\r\n"), bad),
 
     // MARK: Limits
-    .init("header section too large", "GET / HTTP/1.1\r\nHost: a\r\nX: 123456789012345678901234567890123\r\n\r\n",
-          .error(431, "headers_too_large"), limits: small),
-    .init("header section too large, unterminated", "GET / HTTP/1.1\r\nHost: a\r\nX: " + String(repeating: "v", count: 80),
-          .error(431, "headers_too_large"), limits: small),
-    .init("too many headers", "GET / HTTP/1.1\r\nHost: a\r\nB: 1\r\nC: 2\r\nD: 3\r\n\r\n",
-          .error(431, "headers_too_large"), limits: small),
-    .init("too many headers, unterminated", "GET / HTTP/1.1\r\nA:\r\nB:\r\nC:\r\nD", .error(431, "headers_too_large"),
-          limits: small),
-    .init("error before limit wins", "GET / HTTP/1.1\r\nHost : a" + String(repeating: "v", count: 80), bad,
-          limits: small),
+    .init(
+        "header section too large", "GET / HTTP/1.1\r\nHost: a\r\nX: 123456789012345678901234567890123\r\n\r\n",
+        .error(431, "headers_too_large"), limits: small),
+    .init(
+        "header section too large, unterminated",
+        "GET / HTTP/1.1\r\nHost: a\r\nX: " + String(repeating: "v", count: 80),
+        .error(431, "headers_too_large"), limits: small),
+    .init(
+        "too many headers", "GET / HTTP/1.1\r\nHost: a\r\nB: 1\r\nC: 2\r\nD: 3\r\n\r\n",
+        .error(431, "headers_too_large"), limits: small),
+    .init(
+        "too many headers, unterminated", "GET / HTTP/1.1\r\nA:\r\nB:\r\nC:\r\nD", .error(431, "headers_too_large"),
+        limits: small),
+    .init(
+        "error before limit wins", "GET / HTTP/1.1\r\nHost : a" + String(repeating: "v", count: 80), bad,
+        limits: small),
 
     // MARK: Framing (RFC 9112 §6.3) and Host (§3.2)
-    .init("CL and TE", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", badFraming),
-    .init("TE and CL", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n", badFraming),
-    .init("differing CL fields", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", badFraming),
+    .init(
+        "CL and TE", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", badFraming
+    ),
+    .init(
+        "TE and CL", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n", badFraming
+    ),
+    .init(
+        "differing CL fields", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
+        badFraming),
     .init("differing CL in a list", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 6\r\n\r\n", badFraming),
     .init("CL not digits", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: abc\r\n\r\n", badFraming),
     .init("CL negative", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -5\r\n\r\n", badFraming),
@@ -197,16 +242,20 @@ let headCases: [HeadCase] = [
     .init("CL inner space", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1 2\r\n\r\n", badFraming),
     .init("CL hex", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0x10\r\n\r\n", badFraming),
     .init("CL overflow", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999\r\n\r\n", badFraming),
-    .init("TE gzip then chunked", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
-          .framingError(501, "not_implemented")),
-    .init("TE in two fields, unknown first", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: x\r\nTransfer-Encoding: chunked\r\n\r\n",
-          .framingError(501, "not_implemented")),
+    .init(
+        "TE gzip then chunked", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+        .framingError(501, "not_implemented")),
+    .init(
+        "TE in two fields, unknown first",
+        "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+        .framingError(501, "not_implemented")),
     .init("TE chunked not final", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", badFraming),
     .init("TE gzip only", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", badFraming),
     .init("TE identity", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\n\r\n", badFraming),
     .init("TE chunked twice", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", badFraming),
     .init("TE empty", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\r\n\r\n", badFraming),
-    .init("TE chunked with parameter", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked;q=1\r\n\r\n", badFraming),
+    .init(
+        "TE chunked with parameter", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked;q=1\r\n\r\n", badFraming),
     .init("chunked in HTTP/1.0", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", badFraming),
     .init("missing Host in HTTP/1.1", "GET / HTTP/1.1\r\nX: 1\r\n\r\n", badFraming),
     .init("two Host fields", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", badFraming),
@@ -279,7 +328,8 @@ struct ResumeTokenTests {
     @Test("a resumed long line costs only its new bytes")
     func longLineByteByByte() {
         // 32 KB in one field line, fed a byte at a time: quadratic rescanning would take seconds.
-        let bytes = Array("GET / HTTP/1.1\r\nHost: a\r\nX: ".utf8) + Array(repeating: UInt8(ascii: "v"), count: 32_000)
+        let bytes =
+            Array("GET / HTTP/1.1\r\nHost: a\r\nX: ".utf8) + Array(repeating: UInt8(ascii: "v"), count: 32_000)
             + Array("\r\n\r\n".utf8)
         var limits = HTTPParserLimits()
         limits.maxHeaderSectionBytes = 64 * 1024
@@ -289,7 +339,9 @@ struct ResumeTokenTests {
         let elapsed = clock.measure {
             bytes.withUnsafeBytes { all in
                 for end in 0...all.count {
-                    switch parseRequestHead(UnsafeRawBufferPointer(rebasing: all[..<end]), limits: limits, scanned: scanned) {
+                    switch parseRequestHead(
+                        UnsafeRawBufferPointer(rebasing: all[..<end]), limits: limits, scanned: scanned)
+                    {
                     case .needMore(let s): scanned = s
                     case .complete(_, let consumed): completedAt = consumed
                     case .invalid(let e): Issue.record("\(e) at \(end)")

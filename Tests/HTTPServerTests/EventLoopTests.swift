@@ -48,7 +48,9 @@ import Testing
             loop.execute { done.signal() }
             if done.wait(timeout: .now() + 2) != .success {
                 lost = true
-                Issue.record("round \(round): a lone execute never ran (the wake-up was lost); \(ran.load(ordering: .relaxed)) of 80000 ran")
+                Issue.record(
+                    "round \(round): a lone execute never ran (the wake-up was lost); \(ran.load(ordering: .relaxed)) of 80000 ran"
+                )
                 return
             }
         }
@@ -62,7 +64,9 @@ import Testing
         let done = DispatchSemaphore(value: 0)
         loop.execute {
             let now = monotonicNanoseconds()
-            loop.scheduleTimer(at: now + 30_000_000) { order.withLock { $0.append(3) }; done.signal() }
+            loop.scheduleTimer(at: now + 30_000_000) {
+                order.withLock { $0.append(3) }; done.signal()
+            }
             loop.scheduleTimer(at: now + 10_000_000) { order.withLock { $0.append(1) } }
             let cancelled = loop.scheduleTimer(at: now + 15_000_000) { order.withLock { $0.append(99) } }
             loop.scheduleTimer(at: now + 20_000_000) { order.withLock { $0.append(2) } }

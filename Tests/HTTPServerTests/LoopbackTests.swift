@@ -28,7 +28,9 @@ import Testing
 
     @Test func pipelinedRequestsAreAnsweredInOrder() throws {
         let client = try test.client()
-        client.send("GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /async HTTP/1.1\r\nHost: x\r\n\r\nGET /c HTTP/1.1\r\nHost: x\r\n\r\n")
+        client.send(
+            "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /async HTTP/1.1\r\nHost: x\r\n\r\nGET /c HTTP/1.1\r\nHost: x\r\n\r\n"
+        )
         let bodies = try (0..<3).map { _ in String(decoding: try client.readResponse().body, as: UTF8.self) }
         #expect(bodies == ["GET /a ", "async", "GET /c "])
     }
@@ -117,7 +119,11 @@ import Testing
         let body = try test.client()
         body.send("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2048\r\n\r\n" + String(repeating: "b", count: 100))
         let tooLarge = try body.readResponse()
-        #expect(tooLarge.head == head("HTTP/1.1 413 Content Too Large", "Content-Type: text/plain", "Content-Length: 17", "Connection: close"))
+        #expect(
+            tooLarge.head
+                == head(
+                    "HTTP/1.1 413 Content Too Large", "Content-Type: text/plain", "Content-Length: 17",
+                    "Connection: close"))
         #expect(body.isClosedByPeer())
 
         let target = try test.client()
@@ -210,13 +216,16 @@ import Testing
     @Test func idleConnectionsStaySmall() throws {
         let clients = try (0..<20).map { _ in try test.client() }
         for client in clients {
-            client.send("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 900\r\n\r\n" + String(repeating: "p", count: 900))
+            client.send(
+                "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 900\r\n\r\n" + String(repeating: "p", count: 900))
             _ = try client.readResponse()
         }
         #expect(test.server.metrics.openConnections == 20)
         // The machine gives up a large read buffer once idle (the per-loop scratch buffer is shared).
         var machine = ConnectionStateMachine(limits: .init(), now: 0)
-        let big = Array("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 8000\r\n\r\n".utf8) + Array(repeating: 0x61, count: 8000)
+        let big =
+            Array("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 8000\r\n\r\n".utf8)
+            + Array(repeating: 0x61, count: 8000)
         _ = big.withUnsafeBytes { machine.bytesRead($0, now: 0) }
         _ = machine.responseReady(HTTPResponse(status: .ok), date: "d", now: 0)
         _ = machine.writeCompleted(now: 0)
@@ -238,7 +247,11 @@ import Testing
         }
         let refused = try test.client()
         let response = try refused.readResponse()
-        #expect(response.head == head("HTTP/1.1 503 Service Unavailable", "Content-Type: text/plain", "Content-Length: 11", "Connection: close"))
+        #expect(
+            response.head
+                == head(
+                    "HTTP/1.1 503 Service Unavailable", "Content-Type: text/plain", "Content-Length: 11",
+                    "Connection: close"))
         #expect(String(decoding: response.body, as: UTF8.self) == "unavailable")
         #expect(refused.isClosedByPeer())
         #expect(test.server.metrics.openConnections == 2)

@@ -35,7 +35,8 @@ import Testing
 
     @Test func parameterIsTriedWhenLiteralBranchDeadEnds() {
         // "search" is a literal leaf with no /events child; the :id branch must still be found.
-        guard case .found(let handler, let parameters) = router().match(.GET, path: "/v1/subscribers/search/events") else {
+        guard case .found(let handler, let parameters) = router().match(.GET, path: "/v1/subscribers/search/events")
+        else {
             Issue.record("no match")
             return
         }

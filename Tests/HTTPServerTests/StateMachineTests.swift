@@ -38,7 +38,8 @@ import Testing
         #expect(request.head.target == "/a")
         #expect(!machine.wantsRead)
         #expect(machine.deadline == nil)
-        let out = try #require(written(machine.responseReady(HTTPResponse(status: .ok, body: Array("hi".utf8)), date: Self.date, now: 2)))
+        let out = try #require(
+            written(machine.responseReady(HTTPResponse(status: .ok, body: Array("hi".utf8)), date: Self.date, now: 2)))
         #expect(out == "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nDate: \(Self.date)\r\n\r\nhi")
         guard case .none = machine.writeCompleted(now: 3) else {
             Issue.record("expected idle")
@@ -51,7 +52,8 @@ import Testing
 
     @Test func pipelinedRequestsAreTakenOneAtATime() throws {
         var machine = Machine(limits: limits(), now: 0)
-        let first = try #require(delivered(feed(&machine, "GET /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\n", now: 0)))
+        let first = try #require(
+            delivered(feed(&machine, "GET /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\n", now: 0)))
         #expect(first.head.target == "/1")
         // More bytes while the app answers are buffered, not parsed.
         guard case .none = feed(&machine, "GET /3 HTTP/1.1\r\nHost: x\r\n\r\n", now: 0) else {
@@ -81,7 +83,8 @@ import Testing
             return
         }
         #expect(error.status == .requestTimeout && error.code == "request_timeout")
-        let out = try #require(written(machine.responseReady(HTTPResponse(status: error.status), date: Self.date, now: 0)))
+        let out = try #require(
+            written(machine.responseReady(HTTPResponse(status: error.status), date: Self.date, now: 0)))
         #expect(out.hasPrefix("HTTP/1.1 408 Request Timeout\r\n"))
         #expect(out.contains("Connection: close\r\n"))
         guard case .close(graceful: true) = machine.writeCompleted(now: 0) else {
@@ -128,7 +131,8 @@ import Testing
 
     @Test func declaredBodyOverLimitIsRefusedUnread() throws {
         var machine = Machine(limits: limits(), now: 0)
-        let action = feed(&machine, "POST /u HTTP/1.1\r\nHost: x\r\nContent-Length: 101\r\nExpect: 100-continue\r\n\r\n", now: 0)
+        let action = feed(
+            &machine, "POST /u HTTP/1.1\r\nHost: x\r\nContent-Length: 101\r\nExpect: 100-continue\r\n\r\n", now: 0)
         guard case .renderError(let error, let head) = action else {
             Issue.record("expected 413, got \(action)")
             return
@@ -140,7 +144,8 @@ import Testing
     @Test func chunkedBodyOverLimit() throws {
         var machine = Machine(limits: limits(), now: 0)
         let chunk = String(repeating: "x", count: 60)
-        let text = "POST /u HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3c\r\n\(chunk)\r\n3c\r\n\(chunk)\r\n0\r\n\r\n"
+        let text =
+            "POST /u HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3c\r\n\(chunk)\r\n3c\r\n\(chunk)\r\n0\r\n\r\n"
         guard case .renderError(let error, _) = feed(&machine, text, now: 0) else {
             Issue.record("expected 413")
             return
@@ -160,7 +165,9 @@ import Testing
         // 1000 bytes compress to a few dozen but inflate past the 100-byte limit.
         let bomb = try #require(Compressor.gzip(Array(repeating: 0, count: 1000)))
         var limited = Machine(limits: limits(), now: 0)
-        _ = feed(&limited, "POST /u HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\nContent-Length: \(bomb.count)\r\n\r\n", now: 0)
+        _ = feed(
+            &limited, "POST /u HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\nContent-Length: \(bomb.count)\r\n\r\n",
+            now: 0)
         guard case .renderError(let error, _) = bomb.withUnsafeBytes({ limited.bytesRead($0, now: 0) }) else {
             Issue.record("expected 413")
             return
@@ -170,7 +177,10 @@ import Testing
 
     @Test func unsupportedContentEncodingIs415() {
         var machine = Machine(limits: limits(), now: 0)
-        guard case .renderError(let error, _) = feed(&machine, "POST /u HTTP/1.1\r\nHost: x\r\nContent-Encoding: br\r\nContent-Length: 1\r\n\r\nx", now: 0) else {
+        guard
+            case .renderError(let error, _) = feed(
+                &machine, "POST /u HTTP/1.1\r\nHost: x\r\nContent-Encoding: br\r\nContent-Length: 1\r\n\r\nx", now: 0)
+        else {
             Issue.record("expected 415")
             return
         }
@@ -180,7 +190,9 @@ import Testing
     @Test func headResponseHasLengthButNoBody() throws {
         var machine = Machine(limits: limits(), now: 0)
         _ = feed(&machine, "HEAD /a HTTP/1.1\r\nHost: x\r\n\r\n", now: 0)
-        let out = try #require(written(machine.responseReady(HTTPResponse(status: .ok, body: Array("12345".utf8)), date: Self.date, now: 0)))
+        let out = try #require(
+            written(
+                machine.responseReady(HTTPResponse(status: .ok, body: Array("12345".utf8)), date: Self.date, now: 0)))
         #expect(out == "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nDate: \(Self.date)\r\n\r\n")
     }
 
@@ -223,7 +235,10 @@ import Testing
         var machine = Machine(limits: limits(), now: 0)
         _ = feed(&machine, "GET / HTTP/1.1\r\nHost: x\r\nAccept-Encoding: br, gzip;q=0.5\r\n\r\n", now: 0)
         let body = Array(String(repeating: "hello ", count: 300).utf8)
-        guard case .write(let bytes) = machine.responseReady(HTTPResponse(status: .ok, body: body), date: Self.date, now: 0) else {
+        guard
+            case .write(let bytes) = machine.responseReady(
+                HTTPResponse(status: .ok, body: body), date: Self.date, now: 0)
+        else {
             Issue.record("expected a write")
             return
         }

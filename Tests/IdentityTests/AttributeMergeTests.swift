@@ -48,7 +48,8 @@ import Testing
         settings.protectedAttributes = ["tier"]
         let fromApp = try AttributeMerge.merge(stored: [], incoming: ["tier": "gold"], source: .app, settings: settings)
         #expect(fromApp.changes.isEmpty && fromApp.warnings.map(\.code) == ["attribute_protected"])
-        let fromBackend = try AttributeMerge.merge(stored: [], incoming: ["tier": "gold"], source: .backend, settings: settings)
+        let fromBackend = try AttributeMerge.merge(
+            stored: [], incoming: ["tier": "gold"], source: .backend, settings: settings)
         #expect(fromBackend.changes.map(\.name) == ["tier"])
     }
 
@@ -68,7 +69,8 @@ import Testing
         let big = JSONValue.string(String(repeating: "x", count: 1100))
         do {
             _ = try AttributeMerge.merge(
-                stored: [], incoming: [long: 1, "$secret": 1, "big": big, "fine": 1], source: .backend, settings: settings)
+                stored: [], incoming: [long: 1, "$secret": 1, "big": big, "fine": 1], source: .backend,
+                settings: settings)
             Issue.record("accepted")
         } catch {
             #expect(error.code == "invalid_attributes")
@@ -93,7 +95,10 @@ import Testing
 
     @Test func fillInOnlyTakesMissingKeysWithinTheLimit() {
         let target = stored([("plan", "pro", true)])
-        let source = stored([("plan", "free", false), ("color", "red", false), ("size", "m", false), ("$notificationPermission", "denied", false)])
+        let source = stored([
+            ("plan", "free", false), ("color", "red", false), ("size", "m", false),
+            ("$notificationPermission", "denied", false),
+        ])
         let fill = AttributeMerge.fillIn(target: target, source: source, maxKeys: 2)
         #expect(fill.map(\.name) == ["color", "$notificationPermission"])
     }
@@ -104,9 +109,14 @@ import Testing
         let patched = try TenantSettings().applying([
             "requireVerification": true, "protectedAttributes": ["tier"], "attributeLimits": ["maxKeys": 10],
         ])
-        #expect(patched.requireVerification && patched.protectedAttributes == ["tier"] && patched.attributeLimits.maxKeys == 10)
+        #expect(
+            patched.requireVerification && patched.protectedAttributes == ["tier"]
+                && patched.attributeLimits.maxKeys == 10)
         #expect(patched.allowAnonymous)
-        for bad: JSONObject in [["nope": true], ["requireVerification": "yes"], ["attributeLimits": ["maxKeys": 0]], ["protectedAttributes": [1]]] {
+        for bad: JSONObject in [
+            ["nope": true], ["requireVerification": "yes"], ["attributeLimits": ["maxKeys": 0]],
+            ["protectedAttributes": [1]],
+        ] {
             #expect(throws: IdentityError.self) { try TenantSettings().applying(bad) }
         }
         #expect(TenantSettings.decode(patched.json) == patched)
@@ -118,7 +128,10 @@ import Testing
 
     @Test func validBatchKeepsClientTimestamps() throws {
         let events = try EventRules.validate(
-            [["id": "1", "name": "open", "timestamp": "2026-01-01T00:00:00.500Z"], ["id": "2", "name": "$session.start", "properties": ["a": 1]]],
+            [
+                ["id": "1", "name": "open", "timestamp": "2026-01-01T00:00:00.500Z"],
+                ["id": "2", "name": "$session.start", "properties": ["a": 1]],
+            ],
             receivedAt: now)
         #expect(events[0].timestamp.rfc3339 == "2026-01-01T00:00:00.500Z")
         #expect(events[1].timestamp == now && events[1].propertiesJSON == "{\"a\":1}")

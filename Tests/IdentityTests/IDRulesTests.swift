@@ -90,7 +90,9 @@ import Testing
             #expect(Timestamp(rfc3339: Timestamp(millis: millis).rfc3339)?.millis == millis)
         }
         #expect(Timestamp(rfc3339: "2026-11-30T06:45:29+01:00")?.rfc3339 == "2026-11-30T05:45:29.000Z")
-        #expect(Timestamp(rfc3339: "2026-11-30T05:45:29.123456Z")?.millis == Timestamp(rfc3339: "2026-11-30T05:45:29.123Z")?.millis)
+        #expect(
+            Timestamp(rfc3339: "2026-11-30T05:45:29.123456Z")?.millis
+                == Timestamp(rfc3339: "2026-11-30T05:45:29.123Z")?.millis)
         #expect(Timestamp(rfc3339: "2026-11-30t05:45:29z") != nil)
     }
 

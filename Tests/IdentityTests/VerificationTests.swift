@@ -22,8 +22,10 @@ let verificationSecret = IdentityVerifier.key(fromSecret: "bk_isec_0123456789abc
 
     @Test func validHashVerifies() throws {
         let hash = IdentityVerifier.identityHash(externalId: "user_42", secret: verificationSecret)
-        try IdentityVerifier.verify(.hash(hash), externalId: "user_42", secrets: [verificationSecret], nowMillis: verificationNow)
-        try IdentityVerifier.verify(.hash(hash.uppercased()), externalId: "user_42", secrets: [verificationSecret], nowMillis: verificationNow)
+        try IdentityVerifier.verify(
+            .hash(hash), externalId: "user_42", secrets: [verificationSecret], nowMillis: verificationNow)
+        try IdentityVerifier.verify(
+            .hash(hash.uppercased()), externalId: "user_42", secrets: [verificationSecret], nowMillis: verificationNow)
     }
 
     @Test(arguments: [
@@ -37,14 +39,16 @@ let verificationSecret = IdentityVerifier.key(fromSecret: "bk_isec_0123456789abc
     ])
     func wrongHashIsRefused(_ hash: String) {
         #expect(throws: ProofFailure.invalidHash) {
-            try IdentityVerifier.verify(.hash(hash), externalId: "user_42", secrets: [verificationSecret], nowMillis: verificationNow)
+            try IdentityVerifier.verify(
+                .hash(hash), externalId: "user_42", secrets: [verificationSecret], nowMillis: verificationNow)
         }
     }
 
     @Test func hashForOneUserDoesNotProveAnother() {
         let hashA = IdentityVerifier.identityHash(externalId: "user_a", secret: verificationSecret)
         #expect(throws: ProofFailure.invalidHash) {
-            try IdentityVerifier.verify(.hash(hashA), externalId: "user_b", secrets: [verificationSecret], nowMillis: verificationNow)
+            try IdentityVerifier.verify(
+                .hash(hashA), externalId: "user_b", secrets: [verificationSecret], nowMillis: verificationNow)
         }
         #expect(throws: ProofFailure.invalidHash) {
             try IdentityVerifier.verify(.hash(hashA), externalId: "user_a", secrets: [], nowMillis: verificationNow)
@@ -69,22 +73,27 @@ let verificationSecret = IdentityVerifier.key(fromSecret: "bk_isec_0123456789abc
     @Test func previousSecretVerifiesUntilItExpires() throws {
         let oldHash = IdentityVerifier.identityHash(externalId: "u1", secret: old)
         let before = verificationNow + 86_400_000 - 1
-        try IdentityVerifier.verify(.hash(oldHash), externalId: "u1", secrets: set.secrets(atMillis: before), nowMillis: before)
+        try IdentityVerifier.verify(
+            .hash(oldHash), externalId: "u1", secrets: set.secrets(atMillis: before), nowMillis: before)
         let after = verificationNow + 86_400_000
         #expect(throws: ProofFailure.invalidHash) {
-            try IdentityVerifier.verify(.hash(oldHash), externalId: "u1", secrets: set.secrets(atMillis: after), nowMillis: after)
+            try IdentityVerifier.verify(
+                .hash(oldHash), externalId: "u1", secrets: set.secrets(atMillis: after), nowMillis: after)
         }
         let oldToken = IdentityVerifier.makeToken(claims: ["sub": "u1", "exp": JSONValue(after / 1000)], secret: old)
-        try IdentityVerifier.verify(.token(oldToken), externalId: "u1", secrets: set.secrets(atMillis: before), nowMillis: before)
+        try IdentityVerifier.verify(
+            .token(oldToken), externalId: "u1", secrets: set.secrets(atMillis: before), nowMillis: before)
         #expect(throws: ProofFailure.invalidToken(reason: "bad signature")) {
-            try IdentityVerifier.verify(.token(oldToken), externalId: "u1", secrets: set.secrets(atMillis: after), nowMillis: after)
+            try IdentityVerifier.verify(
+                .token(oldToken), externalId: "u1", secrets: set.secrets(atMillis: after), nowMillis: after)
         }
     }
 
     @Test func currentSecretAlwaysVerifies() throws {
         let newHash = IdentityVerifier.identityHash(externalId: "u1", secret: new)
         for now in [verificationNow, verificationNow + 86_400_000 * 10] {
-            try IdentityVerifier.verify(.hash(newHash), externalId: "u1", secrets: set.secrets(atMillis: now), nowMillis: now)
+            try IdentityVerifier.verify(
+                .hash(newHash), externalId: "u1", secrets: set.secrets(atMillis: now), nowMillis: now)
         }
     }
 

@@ -36,8 +36,9 @@ private func parse(_ text: String, maxDepth: Int = JSONParser.defaultMaxDepth) t
         Valid(name: "whitespace everywhere", text: " \t\r\n[ 1 , { \"a\" : [ ] } ]\n", value: [1, ["a": []]]),
         Valid(name: "nested", text: #"{"a":[1,{"b":null}],"c":"d"}"#, value: ["a": [1, ["b": nil]], "c": "d"]),
         Valid(name: "duplicate key, last wins", text: #"{"a":1,"b":2,"a":3}"#, value: ["a": 3, "b": 2]),
-        Valid(name: "depth exactly 32", text: String(repeating: "[", count: 32) + String(repeating: "]", count: 32),
-              value: (0..<31).reduce(JSONValue.array([])) { inner, _ in [inner] }),
+        Valid(
+            name: "depth exactly 32", text: String(repeating: "[", count: 32) + String(repeating: "]", count: 32),
+            value: (0..<31).reduce(JSONValue.array([])) { inner, _ in [inner] }),
     ]
 
     @Test(arguments: valid) func accepts(_ test: Valid) throws {
@@ -109,7 +110,9 @@ private func parse(_ text: String, maxDepth: Int = JSONParser.defaultMaxDepth) t
         Invalid("invalid UTF-8 outside string", bytes: [0xC3, 0xA9], offset: 0),
         Invalid("NUL byte", bytes: [0x5B, 0x00, 0x5D], offset: 1),
         Invalid("depth 33", String(repeating: "[", count: 33) + String(repeating: "]", count: 33), offset: 32),
-        Invalid("object depth 33", String(repeating: #"{"a":"#, count: 33) + "1" + String(repeating: "}", count: 33), offset: 160),
+        Invalid(
+            "object depth 33", String(repeating: #"{"a":"#, count: 33) + "1" + String(repeating: "}", count: 33),
+            offset: 160),
     ]
 
     @Test(arguments: invalid) func refuses(_ test: Invalid) {

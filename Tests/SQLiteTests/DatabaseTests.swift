@@ -242,7 +242,8 @@ import Testing
         try db.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, payload BLOB)")
         try db.transaction {
             for index in 0..<500 {
-                try db.execute("INSERT INTO t(payload) VALUES (?)", [[UInt8](repeating: UInt8(index % 256), count: 300)])
+                try db.execute(
+                    "INSERT INTO t(payload) VALUES (?)", [[UInt8](repeating: UInt8(index % 256), count: 300)])
             }
         }
         #expect(try db.integrityCheck() == ["ok"])
@@ -250,7 +251,10 @@ import Testing
         try db.backup(to: copyPath, pagesPerStep: 8)
         let copy = try Database(path: copyPath)
         #expect(try copy.integrityCheck() == ["ok"])
-        #expect(try copy.queryOne("SELECT count(*), sum(length(payload)) FROM t").map { [$0.int(0), $0.int(1)] } == [500, 150_000])
+        #expect(
+            try copy.queryOne("SELECT count(*), sum(length(payload)) FROM t").map { [$0.int(0), $0.int(1)] } == [
+                500, 150_000,
+            ])
         copy.close()
         db.close()
         #expect(db.openStatementCount == 0)

@@ -27,10 +27,11 @@ import Testing
     func holdWriter(_ writer: DatabaseWriter) -> DispatchSemaphore {
         let started = DispatchSemaphore(value: 0)
         let gate = DispatchSemaphore(value: 0)
-        writer.submit({ _ in
-            started.signal()
-            gate.wait()
-        }, completion: { _ in })
+        writer.submit(
+            { _ in
+                started.signal()
+                gate.wait()
+            }, completion: { _ in })
         started.wait()
         return gate
     }
@@ -45,18 +46,21 @@ import Testing
         DispatchQueue.concurrentPerform(iterations: threads) { thread in
             for index in 0..<perThread {
                 done.enter()
-                writer.submit({ db in
-                    try db.execute("INSERT INTO t(v) VALUES (?)", [thread * perThread + index])
-                    return db.lastInsertRowID
-                }, completion: { result in
-                    if case .failure = result { failures.withLock { $0 += 1 } }
-                    done.leave()
-                })
+                writer.submit(
+                    { db in
+                        try db.execute("INSERT INTO t(v) VALUES (?)", [thread * perThread + index])
+                        return db.lastInsertRowID
+                    },
+                    completion: { result in
+                        if case .failure = result { failures.withLock { $0 += 1 } }
+                        done.leave()
+                    })
             }
         }
         #expect(done.wait(timeout: .now() + 10) == .success)
         #expect(failures.withLock { $0 } == 0)
-        #expect(try writer.write { db in try db.queryOne("SELECT count(*) FROM t")?.int(0) } == Int64(threads * perThread))
+        #expect(
+            try writer.write { db in try db.queryOne("SELECT count(*) FROM t")?.int(0) } == Int64(threads * perThread))
         let sizes = commits.sizes.withLock { $0 }
         #expect(sizes.reduce(0, +) == threads * perThread + 2)  // + CREATE TABLE + count
         #expect(sizes.count < threads * perThread)  // fewer commits than jobs
@@ -70,7 +74,8 @@ import Testing
         let done = DispatchGroup()
         for value in 0..<50 {
             done.enter()
-            writer.submit({ db in try db.execute("INSERT INTO t(v) VALUES (?)", [value]) }, completion: { _ in done.leave() })
+            writer.submit(
+                { db in try db.execute("INSERT INTO t(v) VALUES (?)", [value]) }, completion: { _ in done.leave() })
         }
         gate.signal()
         #expect(done.wait(timeout: .now() + 10) == .success)
@@ -86,17 +91,19 @@ import Testing
         let gate = holdWriter(writer)
         for value in [1, 2, 3] {
             done.enter()
-            writer.submit({ db -> Int64 in
-                try db.execute("INSERT INTO t(v) VALUES (?)", [value])
-                if value == 2 {
-                    try db.execute("INSERT INTO t(v) VALUES (?)", [20])
-                    throw TestError(tag: "job 2")
-                }
-                return db.lastInsertRowID
-            }, completion: { result in
-                results.withLock { $0[value] = result }
-                done.leave()
-            })
+            writer.submit(
+                { db -> Int64 in
+                    try db.execute("INSERT INTO t(v) VALUES (?)", [value])
+                    if value == 2 {
+                        try db.execute("INSERT INTO t(v) VALUES (?)", [20])
+                        throw TestError(tag: "job 2")
+                    }
+                    return db.lastInsertRowID
+                },
+                completion: { result in
+                    results.withLock { $0[value] = result }
+                    done.leave()
+                })
         }
         gate.signal()
         #expect(done.wait(timeout: .now() + 10) == .success)
@@ -122,14 +129,17 @@ import Testing
         let done = DispatchGroup()
         for value in 0..<20 {
             done.enter()
-            writer.submit({ db in
-                try db.execute("INSERT INTO t(v) VALUES (?)", [value])
-            }, completion: { result in
-                // Another connection sees only committed data.
-                let seen = (try? readers.read { db in try db.queryOne("SELECT 1 FROM t WHERE v = ?", [value]) }) ?? nil
-                visible.withLock { $0.append(seen != nil && (try? result.get()) != nil) }
-                done.leave()
-            })
+            writer.submit(
+                { db in
+                    try db.execute("INSERT INTO t(v) VALUES (?)", [value])
+                },
+                completion: { result in
+                    // Another connection sees only committed data.
+                    let seen =
+                        (try? readers.read { db in try db.queryOne("SELECT 1 FROM t WHERE v = ?", [value]) }) ?? nil
+                    visible.withLock { $0.append(seen != nil && (try? result.get()) != nil) }
+                    done.leave()
+                })
         }
         #expect(done.wait(timeout: .now() + 10) == .success)
         #expect(visible.withLock { $0 } == Array(repeating: true, count: 20))
@@ -142,9 +152,11 @@ import Testing
         let completed = Mutex(0)
         let gate = holdWriter(writer)
         for value in 0..<200 {
-            writer.submit({ db in try db.execute("INSERT INTO t(v) VALUES (?)", [value]) }, completion: { result in
-                if case .success = result { completed.withLock { $0 += 1 } }
-            })
+            writer.submit(
+                { db in try db.execute("INSERT INTO t(v) VALUES (?)", [value]) },
+                completion: { result in
+                    if case .success = result { completed.withLock { $0 += 1 } }
+                })
         }
         gate.signal()
         writer.close()
@@ -181,18 +193,20 @@ import Testing
         let gate = holdWriter(writer)
         for value in 1...3 {
             done.enter()
-            writer.submit({ db in
-                let size = value == 2 ? 100_000 : 10
-                try db.execute("INSERT INTO t(v) VALUES (?)", [value])
-                try db.execute("CREATE TABLE IF NOT EXISTS big(b)")
-                try db.execute("INSERT INTO big(b) VALUES (zeroblob(?))", [size])
-            }, completion: { result in
-                if case .failure(let error) = result, value == 2 {
-                    #expect((error as? SQLiteError)?.isFull == true)
-                }
-                results.withLock { $0[value] = (try? result.get()) != nil }
-                done.leave()
-            })
+            writer.submit(
+                { db in
+                    let size = value == 2 ? 100_000 : 10
+                    try db.execute("INSERT INTO t(v) VALUES (?)", [value])
+                    try db.execute("CREATE TABLE IF NOT EXISTS big(b)")
+                    try db.execute("INSERT INTO big(b) VALUES (zeroblob(?))", [size])
+                },
+                completion: { result in
+                    if case .failure(let error) = result, value == 2 {
+                        #expect((error as? SQLiteError)?.isFull == true)
+                    }
+                    results.withLock { $0[value] = (try? result.get()) != nil }
+                    done.leave()
+                })
         }
         gate.signal()
         #expect(done.wait(timeout: .now() + 10) == .success)
@@ -227,7 +241,9 @@ import Testing
         try pinned.execute("BEGIN")
         _ = try pinned.queryOne("SELECT count(*) FROM t")  // holds a snapshot: no checkpoint can finish
         for value in 0..<200 {
-            try writer.write { db in try db.execute("INSERT INTO t(v) VALUES (?)", [String(repeating: "x", count: 2000) + "\(value)"]) }
+            try writer.write { db in
+                try db.execute("INSERT INTO t(v) VALUES (?)", [String(repeating: "x", count: 2000) + "\(value)"])
+            }
         }
         let walPath = path + "-wal"
         func walBytes() -> Int { (try? FileManager.default.attributesOfItem(atPath: walPath)[.size] as? Int) ?? -1 }
@@ -322,10 +338,12 @@ extension DatabaseWriterTests {
         var writer: DatabaseWriter? = try makeWriter()
         let done = DispatchSemaphore(value: 0)
         let holder = Mutex<DatabaseWriter?>(writer)
-        writer!.submit({ db in try db.execute("INSERT INTO t(v) VALUES (7)", []) }, completion: { _ in
-            holder.withLock { $0 = nil }  // possibly the last reference, dropped on the writer thread
-            done.signal()
-        })
+        writer!.submit(
+            { db in try db.execute("INSERT INTO t(v) VALUES (7)", []) },
+            completion: { _ in
+                holder.withLock { $0 = nil }  // possibly the last reference, dropped on the writer thread
+                done.signal()
+            })
         writer = nil
         #expect(done.wait(timeout: .now() + 5) == .success)
         // The thread drains, checkpoints and closes on its own; the row is committed either way.

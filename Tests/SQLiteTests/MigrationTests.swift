@@ -23,7 +23,9 @@ import Testing
         #expect(migration.checksum.count == 16)
         #expect(Migration.checksum(of: "") == "cbf29ce484222325")  // FNV-1a 64 offset basis
         #expect(Migration.checksum(of: "a") == "af63dc4c8601ec8c")  // published test vector
-        for bad in ["initial.sql", "0001_.sql", "0001_initial.txt", "0000_zero.sql", "x1_a.sql", "0001 initial.sql", "_a.sql"] {
+        for bad in [
+            "initial.sql", "0001_.sql", "0001_initial.txt", "0000_zero.sql", "x1_a.sql", "0001 initial.sql", "_a.sql",
+        ] {
             let error = #expect(throws: MigrationError.self, "\(bad)") { try Migration(fileName: bad, sql: "") }
             #expect(error?.kind == .invalidFileName)
         }
@@ -69,10 +71,13 @@ import Testing
         _ = try Migrator(migrations: [Self.initial]).migrate(db)
         var edited = Self.initial
         edited = Migration(version: 1, name: "initial", sql: edited.sql + "\n-- tweak")
-        let error = #expect(throws: MigrationError.self) { try Migrator(migrations: [edited, Self.addName]).migrate(db) }
+        let error = #expect(throws: MigrationError.self) {
+            try Migrator(migrations: [edited, Self.addName]).migrate(db)
+        }
         #expect(error?.kind == .edited)
         #expect(error?.description.contains("migration 0001_initial was edited after it was applied") == true)
-        #expect(try db.queryOne("SELECT 1 FROM pragma_table_info('users') WHERE name = 'name'") == nil)  // 0002 did not run
+        // 0002 did not run
+        #expect(try db.queryOne("SELECT 1 FROM pragma_table_info('users') WHERE name = 'name'") == nil)
 
         let renamed = Migration(version: 1, name: "first", sql: Self.initial.sql)
         let renameError = #expect(throws: MigrationError.self) { try Migrator(migrations: [renamed]).pending(db) }
@@ -120,7 +125,9 @@ import Testing
     @Test func foreignKeyViolationsAreRefusedBeforeCommit() throws {
         let db = try Database(path: ":memory:")
         let orphan = try Migration(fileName: "0002_orphan.sql", sql: "INSERT INTO sessions(user_id) VALUES (99);")
-        let error = #expect(throws: MigrationError.self) { try Migrator(migrations: [Self.initial, orphan]).migrate(db) }
+        let error = #expect(throws: MigrationError.self) {
+            try Migrator(migrations: [Self.initial, orphan]).migrate(db)
+        }
         #expect(error?.kind == .foreignKeyViolation)
         #expect(error?.description.contains("0002_orphan") == true)
         #expect(try db.queryOne("SELECT count(*) FROM sessions")?.int(0) == 0)

@@ -15,7 +15,8 @@ import Testing
     let now = Timestamp(millis: 1_800_000_000_000)
 
     init() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("storage-\(UUID().uuidString).sqlite").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("storage-\(UUID().uuidString).sqlite")
+            .path
         db = try Database(path: path)
         _ = try Migrator(migrations: try SQLiteIdentityStore.bundledMigrations()).migrate(db)
         ctx = SQLiteContext(db: db)
@@ -39,11 +40,14 @@ import Testing
 
     @Test func renameKeepsTheRowAndItsSequence() throws {
         let anon = "anon_" + String(repeating: "a", count: 21)
-        _ = try Operations.ingest(events(["e1", "e2"], at: 1000), subscriberID: try IDRules.subscriberID(anon), caller: caller, in: ctx, now: now)
+        _ = try Operations.ingest(
+            events(["e1", "e2"], at: 1000), subscriberID: try IDRules.subscriberID(anon), caller: caller, in: ctx,
+            now: now)
         let anonKey = try #require(try ctx.subscriberKey(tenantID: caller.tenant.id, alias: anon))
         let before = try #require(try ctx.subscriber(key: anonKey))
 
-        let result = try Operations.identify(IdentifyCommand(externalID: "user_1", anonymousID: anon), caller: caller, in: ctx, now: now)
+        let result = try Operations.identify(
+            IdentifyCommand(externalID: "user_1", anonymousID: anon), caller: caller, in: ctx, now: now)
         #expect(result.merge?.shape == .rename)
         #expect(result.subscriber.key == before.key)
         #expect(try ctx.subscriberKey(tenantID: caller.tenant.id, alias: anon) == before.key)
@@ -54,12 +58,18 @@ import Testing
 
     @Test func absorbAppendsEventsInOrderAndSkipsClientIDsTheTargetHas() throws {
         let anon = "anon_" + String(repeating: "b", count: 21)
-        _ = try Operations.upsert(externalID: "user_2", email: nil, attributes: nil, subscribeEmail: nil, caller: backend, in: ctx, now: now)
-        _ = try Operations.ingest(events(["shared", "t1"], at: 5000), subscriberID: try IDRules.subscriberID("user_2"), caller: caller, in: ctx, now: now)
-        _ = try Operations.ingest(events(["a1", "shared", "a2", "a3"], at: 100), subscriberID: try IDRules.subscriberID(anon), caller: caller, in: ctx, now: now)
+        _ = try Operations.upsert(
+            externalID: "user_2", email: nil, attributes: nil, subscribeEmail: nil, caller: backend, in: ctx, now: now)
+        _ = try Operations.ingest(
+            events(["shared", "t1"], at: 5000), subscriberID: try IDRules.subscriberID("user_2"), caller: caller,
+            in: ctx, now: now)
+        _ = try Operations.ingest(
+            events(["a1", "shared", "a2", "a3"], at: 100), subscriberID: try IDRules.subscriberID(anon), caller: caller,
+            in: ctx, now: now)
         let sourceKey = try #require(try ctx.subscriberKey(tenantID: caller.tenant.id, alias: anon))
 
-        let result = try Operations.identify(IdentifyCommand(externalID: "user_2", anonymousID: anon), caller: caller, in: ctx, now: now)
+        let result = try Operations.identify(
+            IdentifyCommand(externalID: "user_2", anonymousID: anon), caller: caller, in: ctx, now: now)
         #expect(result.merge?.shape == .absorb)
         #expect(result.merge?.eventsMoved == 3)
         let timeline = try ctx.events(key: result.subscriber.key, afterSeq: 0, limit: 100)
@@ -70,8 +80,9 @@ import Testing
         // The source is retired: unreachable at once, its events deleted later in chunks.
         #expect(try ctx.subscriber(key: sourceKey) == nil)
         #expect(try ctx.subscriberKey(tenantID: caller.tenant.id, alias: anon) == result.subscriber.key)
-        #expect(try ctx.listSubscribers(tenantID: caller.tenant.id, afterKey: 0, limit: 10, anonymous: nil, verified: nil)
-            .map(\.key) == [result.subscriber.key])
+        #expect(
+            try ctx.listSubscribers(tenantID: caller.tenant.id, afterKey: 0, limit: 10, anonymous: nil, verified: nil)
+                .map(\.key) == [result.subscriber.key])
         for table in ["aliases", "attributes", "push_subscriptions", "preferences", "devices"] {
             #expect(try db.queryOne("SELECT count(*) FROM \(table) WHERE subscriber_key = ?", [sourceKey])?.int(0) == 0)
         }
@@ -96,19 +107,23 @@ import Testing
         #expect(kept.count == 20 && !kept.contains("d0") && !kept.contains("d1") && kept.contains("d21"))
 
         // The same token under a new device id (a reinstall) leaves the old registration.
-        try ctx.upsertPushSubscription(tenantID: caller.tenant.id, key: b.key, deviceID: "new", token: "t21", platform: "ios", now: now)
+        try ctx.upsertPushSubscription(
+            tenantID: caller.tenant.id, key: b.key, deviceID: "new", token: "t21", platform: "ios", now: now)
         #expect(try ctx.pushSubscriptions(key: a.key).contains { $0.token == "t21" } == false)
         // The same device id moves to whoever registers it last.
-        try ctx.upsertPushSubscription(tenantID: caller.tenant.id, key: b.key, deviceID: "d20", token: "t20", platform: "ios", now: now)
+        try ctx.upsertPushSubscription(
+            tenantID: caller.tenant.id, key: b.key, deviceID: "d20", token: "t20", platform: "ios", now: now)
         #expect(try ctx.pushSubscriptions(key: b.key).map(\.deviceID).sorted() == ["d20", "new"])
     }
 
     @Test func aDeviceThatMovesTakesItsContextAlong() throws {
         let a = try ctx.insertSubscriber(tenantID: caller.tenant.id, id: "user_old", anonymous: false, now: now)
         let b = try ctx.insertSubscriber(tenantID: caller.tenant.id, id: "user_new", anonymous: false, now: now)
-        try ctx.upsertPushSubscription(tenantID: caller.tenant.id, key: a.key, deviceID: "phone", token: "t", platform: "ios", now: now)
+        try ctx.upsertPushSubscription(
+            tenantID: caller.tenant.id, key: a.key, deviceID: "phone", token: "t", platform: "ios", now: now)
         try ctx.upsertDevice(key: a.key, DeviceRecord(deviceID: "phone", model: "iPhone", lastSeenAt: now))
-        try ctx.upsertPushSubscription(tenantID: caller.tenant.id, key: b.key, deviceID: "phone", token: "t", platform: "ios", now: now)
+        try ctx.upsertPushSubscription(
+            tenantID: caller.tenant.id, key: b.key, deviceID: "phone", token: "t", platform: "ios", now: now)
         #expect(try ctx.devices(key: a.key).isEmpty)
         #expect(try ctx.pushSubscriptions(key: a.key).isEmpty)
         #expect(try ctx.pushSubscriptions(key: b.key).map(\.deviceID) == ["phone"])
@@ -116,8 +131,11 @@ import Testing
 
     @Test func deviceReportsNeverEraseStoredFields() throws {
         let s = try ctx.insertSubscriber(tenantID: caller.tenant.id, id: "user_d", anonymous: false, now: now)
-        try ctx.upsertDevice(key: s.key, DeviceRecord(deviceID: "d", platform: "ios", appVersion: "1.0", model: "iPhone", lastSeenAt: now))
-        try ctx.upsertDevice(key: s.key, DeviceRecord(deviceID: "d", appVersion: "1.1", lastSeenAt: Timestamp(millis: now.millis + 5)))
+        try ctx.upsertDevice(
+            key: s.key,
+            DeviceRecord(deviceID: "d", platform: "ios", appVersion: "1.0", model: "iPhone", lastSeenAt: now))
+        try ctx.upsertDevice(
+            key: s.key, DeviceRecord(deviceID: "d", appVersion: "1.1", lastSeenAt: Timestamp(millis: now.millis + 5)))
         let device = try #require(try ctx.devices(key: s.key).first)
         #expect(device.platform == "ios" && device.appVersion == "1.1" && device.model == "iPhone")
         #expect(device.lastSeenAt.millis == now.millis + 5)
@@ -125,28 +143,39 @@ import Testing
 
     @Test func deleteErasesEveryRowOfThePerson() throws {
         let anon = "anon_" + String(repeating: "c", count: 21)
-        _ = try Operations.ingest(events(["x"], at: 1), subscriberID: try IDRules.subscriberID(anon), caller: caller, in: ctx, now: now)
+        _ = try Operations.ingest(
+            events(["x"], at: 1), subscriberID: try IDRules.subscriberID(anon), caller: caller, in: ctx, now: now)
         _ = try Operations.registerPush(
             PushRegistration(deviceID: "d", token: "tok", platform: "ios", permission: "authorized", device: nil),
             subscriberID: try IDRules.subscriberID(anon), caller: caller, in: ctx, now: now)
-        _ = try Operations.setPreferences([("news", true)], subscriberID: try IDRules.subscriberID(anon), caller: caller, in: ctx, now: now)
+        _ = try Operations.setPreferences(
+            [("news", true)], subscriberID: try IDRules.subscriberID(anon), caller: caller, in: ctx, now: now)
         _ = try Operations.identify(
-            IdentifyCommand(externalID: "user_del", anonymousID: anon, attributes: ["plan": "pro"]), caller: caller, in: ctx, now: now)
+            IdentifyCommand(externalID: "user_del", anonymousID: anon, attributes: ["plan": "pro"]), caller: caller,
+            in: ctx, now: now)
         #expect(try Operations.delete(id: try IDRules.subscriberID(anon), caller: backend, in: ctx))
-        for table in ["subscribers", "aliases", "attributes", "push_subscriptions", "preferences", "devices", "events"] {
+        for table in ["subscribers", "aliases", "attributes", "push_subscriptions", "preferences", "devices", "events"]
+        {
             #expect(try count(table) == 0, "\(table) still has rows")
         }
         #expect(try Operations.delete(id: try IDRules.subscriberID("user_del"), caller: backend, in: ctx) == false)
     }
 
     @Test func listPagesByKeyWithFilters() throws {
-        for i in 0..<5 { _ = try ctx.insertSubscriber(tenantID: caller.tenant.id, id: "u\(i)", anonymous: i % 2 == 0, now: now) }
-        let first = try ctx.listSubscribers(tenantID: caller.tenant.id, afterKey: 0, limit: 2, anonymous: nil, verified: nil)
-        let second = try ctx.listSubscribers(tenantID: caller.tenant.id, afterKey: first.last!.key, limit: 10, anonymous: nil, verified: nil)
+        for i in 0..<5 {
+            _ = try ctx.insertSubscriber(tenantID: caller.tenant.id, id: "u\(i)", anonymous: i % 2 == 0, now: now)
+        }
+        let first = try ctx.listSubscribers(
+            tenantID: caller.tenant.id, afterKey: 0, limit: 2, anonymous: nil, verified: nil)
+        let second = try ctx.listSubscribers(
+            tenantID: caller.tenant.id, afterKey: first.last!.key, limit: 10, anonymous: nil, verified: nil)
         #expect((first + second).map(\.id) == ["u0", "u1", "u2", "u3", "u4"])
-        let anonymous = try ctx.listSubscribers(tenantID: caller.tenant.id, afterKey: 0, limit: 10, anonymous: true, verified: nil)
+        let anonymous = try ctx.listSubscribers(
+            tenantID: caller.tenant.id, afterKey: 0, limit: 10, anonymous: true, verified: nil)
         #expect(anonymous.map(\.id) == ["u0", "u2", "u4"])
-        #expect(try ctx.listSubscribers(tenantID: "tn_other", afterKey: 0, limit: 10, anonymous: nil, verified: nil).isEmpty)
+        #expect(
+            try ctx.listSubscribers(tenantID: "tn_other", afterKey: 0, limit: 10, anonymous: nil, verified: nil).isEmpty
+        )
     }
 
     /// Every statement the scenarios above run must use an index: no full scans on a request path.
@@ -175,7 +204,9 @@ import Testing
                 var plan: [String] = []
                 while try explain.step() { plan.append(explain.row().string("detail") ?? "") }
                 // `SCAN t` without an index reads the whole table.
-                let scans = plan.filter { $0.hasPrefix("SCAN ") && !$0.contains("INDEX") && !$0.hasPrefix("SCAN (subquery") }
+                let scans = plan.filter {
+                    $0.hasPrefix("SCAN ") && !$0.contains("INDEX") && !$0.hasPrefix("SCAN (subquery")
+                }
                 #expect(scans.isEmpty, "full scan in: \(sql)\n\(plan)")
                 checked += 1
             }
@@ -194,23 +225,30 @@ import Testing
 /// The store's side of retiring: the events of an absorbed subscriber leave in background jobs.
 @Suite struct RetiredPurgeTests {
     @Test func theStoreDeletesARetiredSubscribersEventsAfterTheAbsorb() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("purge-\(UUID().uuidString).sqlite").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("purge-\(UUID().uuidString).sqlite")
+            .path
         let store = try SQLiteIdentityStore(configuration: .init(path: path))
         defer { store.close() }
         let now = Timestamp(millis: 1_800_000_000_000)
         let anon = "anon_" + String(repeating: "c", count: 21)
         // More events than one purge chunk, so the job has to come back.
         let events = (0..<(2500)).map { i in
-            NewEvent(clientID: "c\(i)", name: "e", timestamp: Timestamp(millis: 1000 + Int64(i)), receivedAt: now, propertiesJSON: nil)
+            NewEvent(
+                clientID: "c\(i)", name: "e", timestamp: Timestamp(millis: 1000 + Int64(i)), receivedAt: now,
+                propertiesJSON: nil)
         }
         let sourceKey = try store.write { ctx in
             try ctx.insertWorkspace(id: "ws_test", name: "test", now: now)
             let tenant = try Tenancy.createTenant(name: "acme", workspaceID: "ws_test", in: ctx, now: now).tenant
             let caller = Caller(tenant: tenant, role: .backend)
-            _ = try Operations.upsert(externalID: "user_1", email: nil, attributes: nil, subscribeEmail: nil, caller: caller, in: ctx, now: now)
-            _ = try Operations.ingest(events, subscriberID: try IDRules.subscriberID(anon), caller: caller, in: ctx, now: now)
+            _ = try Operations.upsert(
+                externalID: "user_1", email: nil, attributes: nil, subscribeEmail: nil, caller: caller, in: ctx,
+                now: now)
+            _ = try Operations.ingest(
+                events, subscriberID: try IDRules.subscriberID(anon), caller: caller, in: ctx, now: now)
             let key = try ctx.subscriberKey(tenantID: tenant.id, alias: anon)!
-            let result = try Operations.identify(IdentifyCommand(externalID: "user_1", anonymousID: anon), caller: caller, in: ctx, now: now)
+            let result = try Operations.identify(
+                IdentifyCommand(externalID: "user_1", anonymousID: anon), caller: caller, in: ctx, now: now)
             #expect(result.merge?.shape == .absorb && result.merge?.eventsMoved == 2500)
             return key
         }
@@ -219,9 +257,10 @@ import Testing
         let deadline = ContinuousClock.now + .seconds(10)
         var left: Int64 = -1
         while ContinuousClock.now < deadline {
-            left = try reader.queryOne(
-                "SELECT (SELECT count(*) FROM events WHERE subscriber_key = ?1) + (SELECT count(*) FROM subscribers WHERE key = ?1)",
-                [sourceKey])?.int(0) ?? -1
+            left =
+                try reader.queryOne(
+                    "SELECT (SELECT count(*) FROM events WHERE subscriber_key = ?1) + (SELECT count(*) FROM subscribers WHERE key = ?1)",
+                    [sourceKey])?.int(0) ?? -1
             if left == 0 { break }
             try reader.execute("SELECT 1")  // end the read snapshot
             usleep(10_000)

@@ -8,7 +8,8 @@ import Testing
     private func snapshot(key: Int64, id: String) -> SubscriberSnapshot {
         SubscriberSnapshot(
             record: SubscriberRecord(
-                key: key, tenantID: "tn_a", id: id, anonymous: false, verified: false, email: nil, emailSubscribed: false,
+                key: key, tenantID: "tn_a", id: id, anonymous: false, verified: false, email: nil,
+                emailSubscribed: false,
                 lastSeq: 0, eventCount: 0, createdAt: Timestamp(millis: 0), updatedAt: Timestamp(millis: 0)),
             attributes: [], aliases: [], pushSubscriptions: [], preferences: [], devices: [])
     }

@@ -22,7 +22,9 @@ package final class HTTPClient: @unchecked Sendable {
         /// `error.code` of the envelope.
         package var errorCode: String? { (json?["error"] as? [String: Any])?["code"] as? String }
         package var warnings: [String] {
-            ((json?["metadata"] as? [String: Any])?["warnings"] as? [[String: Any]] ?? []).compactMap { $0["code"] as? String }
+            ((json?["metadata"] as? [String: Any])?["warnings"] as? [[String: Any]] ?? []).compactMap {
+                $0["code"] as? String
+            }
         }
     }
 
@@ -80,7 +82,9 @@ package final class HTTPClient: @unchecked Sendable {
         return try send(method, path, body: body, headers: allHeaders)
     }
 
-    package func send(_ method: String, _ path: String, body: [UInt8], headers: [String: String] = [:]) throws -> Response {
+    package func send(_ method: String, _ path: String, body: [UInt8], headers: [String: String] = [:]) throws
+        -> Response
+    {
         var head = "\(method) \(path) HTTP/1.1\r\nHost: localhost\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         if !body.isEmpty || ["POST", "PUT", "PATCH"].contains(method) { head += "Content-Length: \(body.count)\r\n" }
@@ -101,7 +105,8 @@ package final class HTTPClient: @unchecked Sendable {
         var headers: [(String, String)] = []
         for line in lines {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+            headers.append(
+                (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
         }
         var response = Response(status: status, headers: headers, body: [])
         if status == 100 { return response }
@@ -132,7 +137,8 @@ package final class HTTPClient: @unchecked Sendable {
         var searchFrom = 0
         while true {
             if buffer.count >= marker.count {
-                for i in searchFrom...(buffer.count - marker.count) where buffer[i..<(i + marker.count)].elementsEqual(marker) {
+                for i in searchFrom...(buffer.count - marker.count)
+                where buffer[i..<(i + marker.count)].elementsEqual(marker) {
                     return i
                 }
                 searchFrom = max(0, buffer.count - marker.count + 1)

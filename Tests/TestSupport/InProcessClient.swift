@@ -29,7 +29,8 @@ package final class InProcessApp: @unchecked Sendable {
     package init(configuration: ApplicationConfiguration = .init(), clock: ManualClock = ManualClock()) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("buzzkit-app-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        var storeConfiguration = SQLiteIdentityStore.Configuration(path: directory.appendingPathComponent("db.sqlite").path)
+        var storeConfiguration = SQLiteIdentityStore.Configuration(
+            path: directory.appendingPathComponent("db.sqlite").path)
         storeConfiguration.readerCount = 2
         store = try SQLiteIdentityStore(configuration: storeConfiguration)
         self.clock = clock
@@ -62,11 +63,14 @@ package final class InProcessApp: @unchecked Sendable {
     }
 
     /// Sends raw body bytes and waits for the answer.
-    package func send(_ method: String, _ path: String, body: [UInt8], headers: [String: String] = [:]) -> HTTPClient.Response {
+    package func send(_ method: String, _ path: String, body: [UInt8], headers: [String: String] = [:])
+        -> HTTPClient.Response
+    {
         var fields = HTTPHeaders()
         fields.add(name: "Host", value: "localhost")
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) { fields.add(name: name, value: value) }
-        let head = HTTPRequestHead(method: HTTPMethod(rawValue: method), target: path, version: .http1_1, headers: fields)
+        let head = HTTPRequestHead(
+            method: HTTPMethod(rawValue: method), target: path, version: .http1_1, headers: fields)
         let done = DispatchSemaphore(value: 0)
         let box = ResponseBox()
         application.respond(to: HTTPRequest(head: head, body: body)) { response in
@@ -82,7 +86,8 @@ package final class InProcessApp: @unchecked Sendable {
 
     /// Creates a tenant through `POST /v1/tenants` with this app's workspace key.
     package func createTenant(name: String = "acme") throws -> TestTenant {
-        let response = try send("POST", "/v1/tenants", json: ["name": name], headers: ["Authorization": "Bearer \(workspaceKey)"])
+        let response = try send(
+            "POST", "/v1/tenants", json: ["name": name], headers: ["Authorization": "Bearer \(workspaceKey)"])
         return try TestTenant(created: response)
     }
 }
@@ -90,7 +95,9 @@ package final class InProcessApp: @unchecked Sendable {
 extension InProcessApp {
     /// A tenant in a workspace of its own, made directly in the store: its keys, and the
     /// workspace key that owns it.
-    package func createTenantInNewWorkspace(name: String = "elsewhere") throws -> (tenant: TestTenant, workspaceKey: String) {
+    package func createTenantInNewWorkspace(name: String = "elsewhere") throws -> (
+        tenant: TestTenant, workspaceKey: String
+    ) {
         let now = clock.now()
         let (workspaceKey, created) = try store.write { ctx in
             let workspace = try Tenancy.createWorkspace(name: name, in: ctx, now: now)
@@ -111,7 +118,8 @@ extension InProcessApp {
         let hash = Tenancy.hash(key: plaintext)
         let revoked = try store.write { ctx -> Bool in
             guard let record = try ctx.apiKey(hash: hash) else { return false }
-            return try ctx.revokeAPIKey(id: record.id, workspaceID: record.workspaceID, tenantID: record.tenantID, now: now)
+            return try ctx.revokeAPIKey(
+                id: record.id, workspaceID: record.workspaceID, tenantID: record.tenantID, now: now)
         }
         guard revoked else { throw TestFailure("no such active key") }
     }
@@ -166,20 +174,27 @@ extension TestTenant {
 /// independent of the server's own JWT code.
 package enum TestTokens {
     /// `header.payload.signature` with the given header and claims, signed HS256 with `secret`.
-    package static func make(header: [String: Any] = ["alg": "HS256", "typ": "JWT"], claims: [String: Any], secret: String) -> String {
+    package static func make(
+        header: [String: Any] = ["alg": "HS256", "typ": "JWT"], claims: [String: Any], secret: String
+    ) -> String {
         let input = segment(header) + "." + segment(claims)
         return input + "." + base64URL(hmac(input, secret: secret))
     }
 
     /// A token for `subject` expiring `seconds` after `nowMillis`.
-    package static func valid(subject: String, nowMillis: Int64, expiresIn seconds: Int64 = 3600, secret: String) -> String {
+    package static func valid(subject: String, nowMillis: Int64, expiresIn seconds: Int64 = 3600, secret: String)
+        -> String
+    {
         make(claims: ["sub": subject, "exp": nowMillis / 1000 + seconds], secret: secret)
     }
 
     /// HMAC-SHA256 of `message` under the secret string's UTF-8 bytes.
     package static func hmac(_ message: String, secret: String) -> [UInt8] {
-        let hex = Array(IdentityVerifier.identityHash(externalId: message, secret: IdentityVerifier.key(fromSecret: secret)).utf8)
-        return stride(from: 0, to: hex.count, by: 2).map { UInt8(String(decoding: hex[$0..<($0 + 2)], as: UTF8.self), radix: 16)! }
+        let hex = Array(
+            IdentityVerifier.identityHash(externalId: message, secret: IdentityVerifier.key(fromSecret: secret)).utf8)
+        return stride(from: 0, to: hex.count, by: 2).map {
+            UInt8(String(decoding: hex[$0..<($0 + 2)], as: UTF8.self), radix: 16)!
+        }
     }
 
     package static func segment(_ object: [String: Any]) -> String {

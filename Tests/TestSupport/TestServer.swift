@@ -38,7 +38,8 @@ package final class TestServer: @unchecked Sendable {
         environment: [String: String] = [:], config: [String: Any] = [:], databasePath: String? = nil,
         workspaceKey: String? = nil
     ) throws -> TestServer {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("buzzkit-test-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "buzzkit-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let database = databasePath ?? directory.appendingPathComponent("data/buzzkit.sqlite").path
         let key = workspaceKey ?? "bk_ws_" + randomAlphanumerics(32)
@@ -67,7 +68,9 @@ package final class TestServer: @unchecked Sendable {
             stderrPath: stderrPath)
     }
 
-    private init(process: Process, port: Int, directory: URL, databasePath: String, workspaceKey: String, stderrPath: String) {
+    private init(
+        process: Process, port: Int, directory: URL, databasePath: String, workspaceKey: String, stderrPath: String
+    ) {
         self.process = process
         self.port = port
         self.directory = directory

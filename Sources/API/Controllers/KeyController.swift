@@ -9,9 +9,11 @@ struct KeyController {
     var routes: [Route] {
         [
             Route(method: .GET, path: "/v1/keys", access: .backend, operationID: "listKeys", handler: list),
-            Route(method: .POST, path: "/v1/keys", access: .backend, operationID: "createKey", handler: create,
+            Route(
+                method: .POST, path: "/v1/keys", access: .backend, operationID: "createKey", handler: create,
                 changesAuthentication: true),
-            Route(method: .DELETE, path: "/v1/keys/:id", access: .backend, operationID: "revokeKey", handler: revoke,
+            Route(
+                method: .DELETE, path: "/v1/keys/:id", access: .backend, operationID: "revokeKey", handler: revoke,
                 changesAuthentication: true),
         ]
     }
@@ -19,7 +21,8 @@ struct KeyController {
     /// `GET /v1/keys`: every secret and client key of the tenant, revoked ones included.
     func list(_ context: RequestContext) throws -> Outcome {
         let tenant = try context.requireCaller().tenant
-        let keys = try context.store.read { ctx in try ctx.apiKeys(workspaceID: tenant.workspaceID, tenantID: tenant.id) }
+        let keys = try context.store.read { ctx in try ctx.apiKeys(workspaceID: tenant.workspaceID, tenantID: tenant.id)
+        }
         return .reply(Reply(["keys": .array(keys.map(Self.json))]))
     }
 
@@ -37,7 +40,8 @@ struct KeyController {
         }
         let now = context.now
         return .write { ctx in
-            let issued = try Tenancy.issueKey(kind, workspaceID: tenant.workspaceID, tenantID: tenant.id, in: ctx, now: now)
+            let issued = try Tenancy.issueKey(
+                kind, workspaceID: tenant.workspaceID, tenantID: tenant.id, in: ctx, now: now)
             return Reply(status: .created, ["key": Self.json(issued.record), "apiKey": .string(issued.plaintext)])
         }
     }

@@ -11,14 +11,22 @@ struct SubscriberController {
 
     var routes: [Route] {
         [
-            Route(method: .GET, path: "/v1/subscribers", access: .backend, operationID: "listSubscribers", handler: list),
-            Route(method: .PUT, path: "/v1/subscribers/:id", access: .backend, operationID: "upsertSubscriber", handler: upsert),
-            Route(method: .GET, path: "/v1/subscribers/:id", access: .backend, operationID: "getSubscriber", handler: get),
-            Route(method: .DELETE, path: "/v1/subscribers/:id", access: .backend, operationID: "deleteSubscriber", handler: delete),
+            Route(
+                method: .GET, path: "/v1/subscribers", access: .backend, operationID: "listSubscribers", handler: list),
+            Route(
+                method: .PUT, path: "/v1/subscribers/:id", access: .backend, operationID: "upsertSubscriber",
+                handler: upsert),
+            Route(
+                method: .GET, path: "/v1/subscribers/:id", access: .backend, operationID: "getSubscriber", handler: get),
+            Route(
+                method: .DELETE, path: "/v1/subscribers/:id", access: .backend, operationID: "deleteSubscriber",
+                handler: delete),
             Route(
                 method: .GET, path: "/v1/subscribers/:id/events", access: .backend, operationID: "listSubscriberEvents",
                 handler: timeline),
-            Route(method: .POST, path: "/v1/subscribers/:id/merge", access: .backend, operationID: "mergeSubscriber", handler: merge),
+            Route(
+                method: .POST, path: "/v1/subscribers/:id/merge", access: .backend, operationID: "mergeSubscriber",
+                handler: merge),
             Route(
                 method: .PATCH, path: "/v1/subscribers/:id/attributes", access: .app, operationID: "updateAttributes",
                 handler: patchAttributes),
@@ -51,7 +59,8 @@ struct SubscriberController {
         guard let snapshot = try Access.snapshotForRead(id, caller: caller, in: context.store, now: context.now) else {
             throw IdentityError.subscriberNotFound
         }
-        return .reply(Self.resolved(Reply(["subscriber": Rendering.subscriber(snapshot)]), record: snapshot.record, asked: id))
+        return .reply(
+            Self.resolved(Reply(["subscriber": Rendering.subscriber(snapshot)]), record: snapshot.record, asked: id))
     }
 
     func list(_ context: RequestContext) throws -> Outcome {
@@ -60,14 +69,17 @@ struct SubscriberController {
         let limit = try Self.limit(query)
         var afterKey: Int64 = 0
         if let cursor = query["cursor"], !cursor.isEmpty {
-            guard let key = Self.decodeCursor(cursor) else { throw APIError.invalidRequest("'cursor' is not a cursor this server gave.") }
+            guard let key = Self.decodeCursor(cursor) else {
+                throw APIError.invalidRequest("'cursor' is not a cursor this server gave.")
+            }
             afterKey = key
         }
         let anonymous = try Self.boolParameter(query, "anonymous")
         let verified = try Self.boolParameter(query, "verified")
         return try context.store.read { ctx in
             let page = try ctx.listSubscribers(
-                tenantID: caller.tenant.id, afterKey: afterKey, limit: limit + 1, anonymous: anonymous, verified: verified)
+                tenantID: caller.tenant.id, afterKey: afterKey, limit: limit + 1, anonymous: anonymous,
+                verified: verified)
             let shown = page.prefix(limit)
             let next: JSONValue = page.count > limit ? .string(Self.encodeCursor(shown.last!.key)) : .null
             return .reply(
@@ -89,7 +101,9 @@ struct SubscriberController {
         let limit = try Self.limit(query)
         var after: Int64 = 0
         if let raw = query["after"], !raw.isEmpty {
-            guard let seq = Int64(raw), seq >= 0 else { throw APIError.invalidRequest("'after' must be a seq (0 or more).") }
+            guard let seq = Int64(raw), seq >= 0 else {
+                throw APIError.invalidRequest("'after' must be a seq (0 or more).")
+            }
             after = seq
         }
         return try Self.readExisting(context) { record, ctx in
@@ -133,7 +147,8 @@ struct SubscriberController {
         let now = context.now
         let metrics = context.metrics
         return .write { ctx in
-            let result = try Operations.merge(anonymousID: anonymousID, into: externalID, caller: caller, in: ctx, now: now)
+            let result = try Operations.merge(
+                anonymousID: anonymousID, into: externalID, caller: caller, in: ctx, now: now)
             if let shape = result.merge?.shape { metrics.recordMerge(shape: shape.rawValue) }
             return try Self.reply(result, ctx)
         }
@@ -144,19 +159,26 @@ struct SubscriberController {
         let id = try context.subscriberIDParameter()
         let body = try context.jsonBody()
         try body.allowOnly(["attributes"])
-        guard let attributes = try body.object("attributes") else { throw APIError.invalidRequest("'attributes' is required.") }
+        guard let attributes = try body.object("attributes") else {
+            throw APIError.invalidRequest("'attributes' is required.")
+        }
         try AttributeMerge.validate(attributes, limits: caller.tenant.settings.attributeLimits)
         let now = context.now
         return .write { ctx in
-            try Self.reply(Operations.patchAttributes(id: id, attributes: attributes, caller: caller, in: ctx, now: now), ctx)
+            try Self.reply(
+                Operations.patchAttributes(id: id, attributes: attributes, caller: caller, in: ctx, now: now), ctx)
         }
     }
 
     // MARK: - Shared pieces
 
     /// `{subscriber, merge?}` with the operation's warnings, read in the same transaction.
-    static func reply(_ result: OperationResult, _ ctx: any IdentityWriteContext, status: HTTPStatus = .ok) throws -> Reply {
-        var data: JSONObject = ["subscriber": Rendering.subscriber(try SubscriberSnapshot.load(result.subscriber, from: ctx))]
+    static func reply(_ result: OperationResult, _ ctx: any IdentityWriteContext, status: HTTPStatus = .ok) throws
+        -> Reply
+    {
+        var data: JSONObject = [
+            "subscriber": Rendering.subscriber(try SubscriberSnapshot.load(result.subscriber, from: ctx))
+        ]
         if let merge = result.merge { data["merge"] = Rendering.merge(merge) }
         return Reply(status: status, .object(data), warnings: result.warnings)
     }

@@ -9,10 +9,12 @@ struct TenantController {
 
     var routes: [Route] {
         [
-            Route(method: .POST, path: "/v1/tenants", access: .workspace, operationID: "createTenant", handler: create,
+            Route(
+                method: .POST, path: "/v1/tenants", access: .workspace, operationID: "createTenant", handler: create,
                 changesAuthentication: true),
             Route(method: .GET, path: "/v1/tenant", access: .backend, operationID: "getTenant", handler: get),
-            Route(method: .PATCH, path: "/v1/tenant", access: .backend, operationID: "updateTenant", handler: update,
+            Route(
+                method: .PATCH, path: "/v1/tenant", access: .backend, operationID: "updateTenant", handler: update,
                 changesAuthentication: true),
             Route(
                 method: .GET, path: "/v1/tenant/identity-secret", access: .backend, operationID: "getIdentitySecret",
@@ -46,7 +48,8 @@ struct TenantController {
     func get(_ context: RequestContext) throws -> Outcome {
         let tenant = try context.requireCaller().tenant
         let counts = try store.read { ctx in try ctx.subscriberCounts(tenantID: tenant.id) }
-        return .reply(Reply(["tenant": tenantJSON(tenant, counts: counts, unverifiedCalls: unverified(tenant, context))]))
+        return .reply(
+            Reply(["tenant": tenantJSON(tenant, counts: counts, unverifiedCalls: unverified(tenant, context))]))
     }
 
     func update(_ context: RequestContext) throws -> Outcome {

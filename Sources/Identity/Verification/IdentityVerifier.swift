@@ -152,7 +152,8 @@ package enum IdentityVerifier {
     ///   - secret: the HMAC key, e.g. ``key(fromSecret:)``.
     package static func makeToken(claims: JSONObject, secret: [UInt8]) -> String {
         let header: JSONValue = ["alg": "HS256", "typ": "JWT"]
-        let signingInput = Base64URL.encode(header.jsonBytes) + "." + Base64URL.encode(JSONValue.object(claims).jsonBytes)
+        let signingInput =
+            Base64URL.encode(header.jsonBytes) + "." + Base64URL.encode(JSONValue.object(claims).jsonBytes)
         return signingInput + "." + Base64URL.encode(HMAC.sha256(key: secret, message: Array(signingInput.utf8)))
     }
 }

@@ -19,6 +19,7 @@ let package = Package(
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+        .systemLibrary(name: "COpenSSLTLS", path: "Sources/COpenSSLTLS"),
 
         // MARK: - Wire format, event loop, server
         .target(name: "HTTP1", swiftSettings: swiftSettings),
@@ -45,7 +46,13 @@ let package = Package(
             name: "API", dependencies: ["HTTPServer", "Identity", "JSON"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         .executableTarget(
-            name: "CLI", dependencies: ["API", "Storage", "SQLite"],
+            name: "CLI", dependencies: ["API", "Storage", "SQLite", "WebhookSigning"],
+            swiftSettings: swiftSettings),
+
+        // MARK: - Webhooks: signing and the outbound HTTP client the delivery worker plugs in
+        .target(name: "WebhookSigning", dependencies: ["Crypto"], swiftSettings: swiftSettings),
+        .target(
+            name: "WebhookClient", dependencies: ["COpenSSLTLS", "HTTP1", "Reactor"],
             swiftSettings: swiftSettings),
 
         // MARK: - Tests
@@ -68,6 +75,12 @@ let package = Package(
         .testTarget(
             name: "APITests",
             dependencies: ["API", "TestSupport", "Identity", "JSON", "HTTP1", "HTTPServer", "Storage"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "WebhookSigningTests", dependencies: ["WebhookSigning", "Crypto"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "WebhookClientTests", dependencies: ["WebhookClient", "Reactor"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "EndToEndTests", dependencies: ["CLI", "TestSupport", "Identity", "JSON", "HTTP1"],

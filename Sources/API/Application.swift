@@ -124,7 +124,7 @@ package final class Application: Responder {
             return finish(Envelope.failure(.notFound, requestID: requestID), "unmatched", nil)
         case .methodNotAllowed(let allowed):
             var error = APIError(
-                .methodNotAllowed, code: "method_not_allowed",
+                .methodNotAllowed,
                 message:
                     "\(request.method.rawValue) is not allowed here; use \(allowed.map(\.rawValue).joined(separator: ", "))."
             )
@@ -143,7 +143,7 @@ package final class Application: Responder {
                 context.key = auth.key
                 if auth.key.kind == .client, let wait = rateLimiter.take(auth.key.id, nowMillis: context.now.millis) {
                     var error = APIError(
-                        .tooManyRequests, code: "rate_limited", message: "Too many requests for this key; retry later.")
+                        .rateLimited, message: "Too many requests for this key; retry later.")
                     error.headers.add(name: "Retry-After", value: String(wait))
                     throw error
                 }

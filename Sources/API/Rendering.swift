@@ -32,15 +32,6 @@ enum Rendering {
         ])
     }
 
-    /// The short form used in lists: no child collections.
-    static func subscriberSummary(_ r: SubscriberRecord) -> JSONValue {
-        .object([
-            "id": .string(r.id), "anonymous": .bool(r.anonymous), "verified": .bool(r.verified),
-            "email": r.email.map(JSONValue.string) ?? .null, "eventCount": integer(r.eventCount),
-            "createdAt": time(r.createdAt), "updatedAt": time(r.updatedAt),
-        ])
-    }
-
     static func pushSubscription(_ p: PushSubscriptionRecord) -> JSONValue {
         .object([
             "deviceId": .string(p.deviceID), "token": .string(p.token), "platform": .string(p.platform),

@@ -52,8 +52,9 @@ package enum Merger {
             )
         }
         let maxAliases = tenant.settings.maxAliases
-        // Ids the person has before this merge: a new person will have just the external id.
-        let targetIDs = try existing.map { try ctx.aliasCount(key: $0.key) } ?? 1
+        // Ids the person has before this merge (a new person will have just the external id),
+        // counted only once a merge is due: a retry, every launch, must not pay for the count.
+        func targetIDs() throws -> Int { try existing.map { try ctx.aliasCount(key: $0.key) } ?? 1 }
 
         var target: SubscriberRecord
         var result = MergeResult(shape: .link, from: anonymousID, eventsMoved: 0)
@@ -62,7 +63,7 @@ package enum Merger {
                 return (existing, noMerge)  // a retry: already an alias of this person
             }
             guard source.anonymous else { return try refuse(.sourceIdentified(anonymousID: anonymousID)) }
-            guard targetIDs + (try ctx.aliasCount(key: source.key)) <= maxAliases else {
+            guard try targetIDs() + ctx.aliasCount(key: source.key) <= maxAliases else {
                 return try refuse(.aliasLimitReached(anonymousID: anonymousID, limit: maxAliases))
             }
             if var existing {
@@ -77,7 +78,7 @@ package enum Merger {
                 target = source
             }
         } else {
-            guard targetIDs + 1 <= maxAliases else {
+            guard try targetIDs() + 1 <= maxAliases else {
                 return try refuse(.aliasLimitReached(anonymousID: anonymousID, limit: maxAliases))
             }
             target =

@@ -72,7 +72,8 @@ package enum Operations {
         return result
     }
 
-    /// `POST /v1/subscribers/{externalId}/merge`: the backend's merge, where refusals are errors.
+    /// `POST /v1/subscribers/{externalId}/merge`: the backend's merge, where refusals are errors
+    /// (`MergeRefusal.error`), thrown after the route counted them.
     package static func merge(
         anonymousID: String, into externalID: String, caller: Caller, in ctx: any IdentityWriteContext,
         now: Timestamp
@@ -83,7 +84,6 @@ package enum Operations {
         }
         let (subscriber, merge) = try Merger.merge(
             anonymousID: anonymousID, into: externalID, existing: existing, tenant: tenant, in: ctx, now: now)
-        if let refusal = merge.refusal { throw refusal.error }
         var result = OperationResult(subscriber: subscriber)
         result.merge = merge
         return result

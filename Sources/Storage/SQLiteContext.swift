@@ -26,7 +26,10 @@ struct SQLiteContext: IdentityWriteContext {
             throw RowDecodingError(column: "settings", expected: "a JSON object", found: "TEXT", sql: "tenants")
         }
         let (settings, skipped) = try TenantSettings.decode(settingsJSON)
-        for problem in skipped { onSkipped?("tenant \(id) settings", problem) }
+        for var problem in skipped {
+            problem.reason += " (tenant \(id))"
+            onSkipped?("tenant settings", problem)
+        }
         return TenantRecord(
             id: try row.requiredString("id"), workspaceID: try row.requiredString("workspace_id"),
             name: try row.requiredString("name"), settings: settings,

@@ -354,6 +354,14 @@ package final class Database {
         }
     }
 
+    /// Times this connection's cached statements ran to completion or were reset after a step
+    /// (`SQLITE_STMTSTATUS_RUN`): how many statements a job issued, for tests of batching.
+    package var cachedStatementRuns: Int {
+        statementCache.values.reduce(0) { total, statement in
+            total + Int(sqlite3_stmt_status(statement.handle, SQLITE_STMTSTATUS_RUN, 0))
+        }
+    }
+
     /// True inside `BEGIN … COMMIT` or a savepoint (`!sqlite3_get_autocommit`).
     package var isInTransaction: Bool {
         handle.map { sqlite3_get_autocommit($0) == 0 } ?? false

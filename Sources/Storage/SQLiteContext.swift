@@ -438,7 +438,7 @@ struct SQLiteContext: IdentityWriteContext {
 
     // MARK: - Batched snapshots
 
-    /// A page's snapshots in six statements whatever its size: the subscriber keys go in as one
+    /// A page's snapshots in five statements whatever its size: the subscriber keys go in as one
     /// JSON array (`json_each`), so each child table is one cached statement probed by its index
     /// once per key, and rows come back grouped by subscriber in the order the single reads use.
     func snapshots(of records: [SubscriberRecord]) throws -> [SubscriberSnapshot] {

@@ -4,8 +4,9 @@ import JSON
 
 /// An error answer: status, stable code, message, optional details (API.md §2).
 package struct APIError: Error, Sendable {
-    /// A code the API layer refuses with itself, with its status beside it, each declared once;
-    /// the domain's codes are `IdentityError.Code`.
+    /// A code only the API layer refuses with, with its status beside it, each declared once;
+    /// codes the domain also uses (`invalid_request`, `forbidden`, `unavailable`…) are
+    /// `IdentityError.Code`'s, and `init(_:message:details:)` takes either.
     package struct Code: Sendable, Hashable, CustomStringConvertible {
         package let rawValue: String
         package let status: HTTPStatus
@@ -15,16 +16,13 @@ package struct APIError: Error, Sendable {
         }
 
         package static let invalidJSON = Code("invalid_json", .badRequest)
-        package static let invalidRequest = Code("invalid_request", .badRequest)
         package static let tenantRequired = Code("tenant_required", .badRequest)
         package static let unauthorized = Code("unauthorized", .unauthorized)
-        package static let forbidden = Code("forbidden", .forbidden)
         package static let notFound = Code("not_found", .notFound)
         package static let methodNotAllowed = Code("method_not_allowed", .methodNotAllowed)
         package static let unsupportedMediaType = Code("unsupported_media_type", .unsupportedMediaType)
         package static let rateLimited = Code("rate_limited", .tooManyRequests)
         package static let internalError = Code("internal_error", .internalServerError)
-        package static let unavailable = Code("unavailable", .serviceUnavailable)
 
         package var description: String { rawValue }
     }
@@ -39,6 +37,11 @@ package struct APIError: Error, Sendable {
     /// An error of the API layer: the status comes with the code.
     package init(_ code: Code, message: String, details: JSONObject? = nil) {
         self.init(code.status, code: code.rawValue, message: message, details: details)
+    }
+
+    /// An error with one of the domain's codes (`invalid_request`, `forbidden`, `unavailable`).
+    package init(_ code: IdentityError.Code, message: String, details: JSONObject? = nil) {
+        self.init(HTTPStatus(code.status), code: code.rawValue, message: message, details: details)
     }
 
     /// Any status and code: for what the HTTP layer already decided (a protocol error).
@@ -61,7 +64,6 @@ package struct APIError: Error, Sendable {
 
     /// Wraps a domain refusal; its code carries its status.
     package init(_ error: IdentityError) {
-        self.init(
-            HTTPStatus(error.code.status), code: error.code.rawValue, message: error.message, details: error.details)
+        self.init(error.code, message: error.message, details: error.details)
     }
 }

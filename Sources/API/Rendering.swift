@@ -50,9 +50,14 @@ enum Rendering {
         return .object(object)
     }
 
-    static func event(_ e: EventRecord) -> JSONValue {
+    /// A stored event. Properties were validated JSON when stored: text that no longer parses is
+    /// a damaged row, answered as a 500 (and logged), not shown as `{}`.
+    static func event(_ e: EventRecord) throws(StoredValueError) -> JSONValue {
         var properties: JSONValue = .object([:])
-        if let text = e.event.propertiesJSON, let parsed = try? JSONParser.parse(Array(text.utf8), maxDepth: 64) {
+        if let text = e.event.propertiesJSON {
+            guard let parsed = try? JSONParser.parse(Array(text.utf8), maxDepth: 64) else {
+                throw StoredValueError(what: "properties of event seq \(e.seq)")
+            }
             properties = parsed
         }
         return .object([
@@ -69,4 +74,10 @@ enum Rendering {
 
     static func time(_ t: Timestamp) -> JSONValue { .string(t.rfc3339) }
     static func integer<T: BinaryInteger>(_ n: T) -> JSONValue { .number(String(n)) }
+}
+
+/// A stored value that does not read as what was stored (a damaged row); names it, not its content.
+struct StoredValueError: Error, CustomStringConvertible {
+    var what: String
+    var description: String { "stored value does not parse: \(what)" }
 }

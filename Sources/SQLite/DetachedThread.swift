@@ -8,7 +8,7 @@ import Glibc
 enum DetachedThread {
     /// Runs `body` on a new detached thread; `name` says which in a failure.
     static func start(name: String, _ body: @escaping @Sendable () -> Void) {
-        let context = Unmanaged.passRetained(Context(name: name, body: body)).toOpaque()
+        let context = Unmanaged.passRetained(Context(body: body)).toOpaque()
         var thread = pthread_t()
         let result = pthread_create(
             &thread, nil,
@@ -28,11 +28,7 @@ enum DetachedThread {
 
     /// What the new thread runs, moved to it through the `void *` argument.
     private final class Context: Sendable {
-        let name: String
         let body: @Sendable () -> Void
-        init(name: String, body: @escaping @Sendable () -> Void) {
-            self.name = name
-            self.body = body
-        }
+        init(body: @escaping @Sendable () -> Void) { self.body = body }
     }
 }

@@ -59,5 +59,14 @@ import Testing
         expectError(try app.send("GET", "/v1/subscribers", headers: tenant.backend), 500, "internal_error")
         expectError(try app.send("GET", "/v1/subscribers/bob/events", headers: tenant.backend), 500, "internal_error")
         expectOK(try app.send("GET", "/v1/subscribers/ada", headers: tenant.backend))
+
+        // An event whose stored properties no longer parse: the timeline is a 500, not `{}`.
+        let events: [String: Any] = [
+            "subscriberId": "ada", "events": [["id": "1", "name": "open", "properties": ["a": 1]]],
+        ]
+        expectOK(try app.send("POST", "/v1/events", json: events, headers: tenant.backend))
+        expectOK(try app.send("GET", "/v1/subscribers/ada/events", headers: tenant.backend))
+        try db.execute("UPDATE events SET properties = '{\"a\":' WHERE client_id = '1'", [])
+        expectError(try app.send("GET", "/v1/subscribers/ada/events", headers: tenant.backend), 500, "internal_error")
     }
 }

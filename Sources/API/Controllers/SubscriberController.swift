@@ -111,7 +111,7 @@ struct SubscriberController {
             let page = try ctx.events(key: record.key, afterSeq: after, limit: limit + 1)
             let shown = page.prefix(limit)
             let next: JSONValue = page.count > limit ? Rendering.integer(shown.last!.seq) : .null
-            return Reply(["events": .array(shown.map(Rendering.event)), "nextCursor": next])
+            return Reply(["events": .array(try shown.map(Rendering.event)), "nextCursor": next])
         }
     }
 

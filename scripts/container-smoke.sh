@@ -232,6 +232,11 @@ for variable in "${IMAGE_ENV[@]}"; do
     esac
 done
 
+# https:// webhook deliveries verify against the system store (OpenSSL's default paths).
+bundle=/etc/ssl/certs/ca-certificates.crt
+[ -s "$CHROOT$bundle" ] || fail "no CA bundle at $bundle: https webhook deliveries could verify nothing"
+say "CA bundle for https deliveries: $bundle ($(grep -c 'BEGIN CERTIFICATE' "$CHROOT$bundle") certificates)"
+
 say "as $IMAGE_USER ($IMAGE_UID:$IMAGE_GID) in $IMAGE_WORKDIR: buzzkit tenant create smoke"
 "${IN_IMAGE[@]}" "${IMAGE_ENTRYPOINT[@]}" tenant create smoke >"$TMP/tenant.json" 2>"$TMP/tenant.err" \
     || { cat "$TMP/tenant.err"; fail "tenant create failed in the image"; }

@@ -233,3 +233,48 @@ extension DeliveryURL {
         #expect(receiver.received.isEmpty)
     }
 }
+
+@Suite struct DeliveryClientConnectTimeoutTests {
+    @Test func aConnectThatHangsEndsAtTheConnectTimeout() throws {
+        // A listener that never accepts, its queue filled: Linux drops further SYNs, so the
+        // next connect hangs in SYN-SENT, as one to a black-holed address does.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                _ = bind(listener, pointer, length)
+                return getsockname(listener, pointer, &length)
+            }
+        }
+        #expect(listen(listener, 0) == 0)
+        var fillers: [Int32] = []
+        defer { fillers.forEach { close($0) } }
+        for _ in 0..<4 {
+            let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue), 0)
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, length) }
+            }
+            fillers.append(filler)
+        }
+        usleep(100_000)
+        var configuration = DeliveryClient.Configuration()
+        configuration.connectTimeout = .milliseconds(300)
+        let client = try DeliveryClient(configuration: configuration)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        var failure: WebhookClientError?
+        let start = monotonicNanoseconds()
+        do {
+            _ = try client.post(url: "http://127.0.0.1:\(port)/", headers: [], body: [], timeout: .seconds(10))
+        } catch let error as WebhookClientError {
+            failure = error
+        }
+        let seconds = Double(monotonicNanoseconds() - start) / 1e9
+        #expect(failure?.kind == .timedOut, "\(String(describing: failure))")
+        #expect(failure?.message.contains("connect") == true, "\(String(describing: failure))")
+        #expect(seconds >= 0.29 && seconds < 2, "took \(seconds) s, the total timeout was 10 s")
+    }
+}

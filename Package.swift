@@ -9,9 +9,11 @@ let swiftSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "buzzkit-server",
-    platforms: [.macOS(.v15)],
+    platforms: [.macOS(.v15), .iOS(.v16)],
     products: [
-        .executable(name: "buzzkit", targets: ["CLI"])
+        .executable(name: "buzzkit", targets: ["CLI"]),
+        // The client SDK an app embeds (API.md §16): Foundation only, public API.
+        .library(name: "BuzzKit", targets: ["BuzzKit"]),
     ],
     targets: [
         // MARK: - C interop: only what Swift cannot import by itself
@@ -47,6 +49,9 @@ let package = Package(
         .executableTarget(
             name: "CLI", dependencies: ["API", "Storage", "SQLite"],
             swiftSettings: swiftSettings),
+
+        // MARK: - The client SDK (depends on nothing of the server), its example and bench
+        .target(name: "BuzzKit", swiftSettings: swiftSettings),
 
         // MARK: - Tests
         .target(

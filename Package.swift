@@ -74,6 +74,7 @@ let package = Package(
             name: "APITests",
             dependencies: ["API", "TestSupport", "Identity", "JSON", "HTTP1", "HTTPServer", "Storage"],
             swiftSettings: swiftSettings),
+        .testTarget(name: "BuzzKitTests", dependencies: ["BuzzKit"], swiftSettings: swiftSettings),
         .testTarget(
             name: "EndToEndTests", dependencies: ["CLI", "TestSupport", "Identity", "JSON", "HTTP1"],
             swiftSettings: swiftSettings),

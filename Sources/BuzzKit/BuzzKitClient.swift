@@ -567,7 +567,7 @@ public final class BuzzKitClient: @unchecked Sendable {
                 configuration.log("identify refused (\(code!)); sending it again without attributes and email")
                 identifyOverrides[batch.firstSeq] = BuzzKitClient.strip(
                     ["attributes", "email"], from: request.body ?? [])
-                return .waiting(until: now)
+                return .again
             }
             // An answer that says "the first try is still running" is a wait, not a refusal.
             let effective = status == 409 && code == "idempotency_key_in_progress" ? 503 : status

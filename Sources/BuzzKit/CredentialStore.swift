@@ -1,5 +1,13 @@
 import Foundation
 
+#if canImport(Darwin)
+    import Darwin
+#elseif canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
 /// Where the device's identity lives between launches: the anonymous id, the external id and its
 /// proof (hash or token). Files in the storage directory by default; an iOS app may keep it in
 /// the Keychain by passing its own implementation in `Configuration.credentialStore`.
@@ -40,10 +48,7 @@ public struct FileCredentialStore: CredentialStore {
         try handle.write(contentsOf: data)
         try handle.synchronize()
         try handle.close()
-        if FileManager.default.fileExists(atPath: url.path) {
-            _ = try FileManager.default.replaceItemAt(url, withItemAt: temporary)
-        } else {
-            try FileManager.default.moveItem(at: temporary, to: url)
-        }
+        // rename(2) replaces atomically (POSIX); FileManager's replace does not promise it.
+        guard rename(temporary.path, url.path) == 0 else { throw StorageError("rename \(url.path): errno \(errno)") }
     }
 }

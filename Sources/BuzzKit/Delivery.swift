@@ -17,6 +17,8 @@ enum DeliveryStep: Sendable, Equatable {
     case sent(count: Int)
     /// A request for `count` operations was given up (refused, or past a cap).
     case dropped(count: Int)
+    /// The head was rewritten and goes again at once.
+    case again
     /// The head waits for its next attempt.
     case waiting(until: Date)
 }
@@ -34,7 +36,7 @@ final class DeliveryThread: @unchecked Sendable {
             while true {
                 guard let outcome = step() else { return }
                 switch outcome {
-                case .sent, .dropped: continue
+                case .sent, .dropped, .again: continue
                 case .idle: if !wait(until: nil) { return }
                 case .waiting(let until): if !wait(until: until) { return }
                 }

@@ -1,0 +1,190 @@
+import Foundation
+import XCTest
+
+@testable import BuzzKit
+
+final class QueueTests: XCTestCase {
+    func testOrderIsKeptAcrossRestartsAndIdentityGoesBeforeWhatFollowsIt() throws {
+        let directory = temporaryStorage()
+        let offline = FakeTransport()
+        offline.fallback = .failure("offline")
+        var anonymous = ""
+        do {
+            let client = try makeClient(directory, transport: offline)
+            anonymous = client.anonymousId
+            client.track("a1")
+            client.track("a2")
+            client.setPushToken("tok", permission: .authorized)
+            client.identify("user_42", identityHash: "hash42")
+            client.track("u1")
+            client.setAttributes(["plan": "pro"])
+            client.track("u2")
+            XCTAssertEqual(drain(client).count, 1, "the head waits for its retry")
+        }
+        // Relaunch on the same storage: the same requests in the same order, nothing lost.
+        let online = FakeTransport()
+        let client = try makeClient(directory, transport: online)
+        XCTAssertEqual(client.anonymousId, anonymous)
+        XCTAssertEqual(client.externalId, "user_42")
+        drain(client)
+        let lines = online.requests.map(\.line)
+        let device = BuzzKitClient.pathComponent(client.deviceId)
+        XCTAssertEqual(
+            lines,
+            [
+                "POST /v1/events", "PUT /v1/subscribers/\(anonymous)/push-subscriptions/\(device)", "POST /v1/identify",
+                "PUT /v1/subscribers/user_42/push-subscriptions/\(device)", "POST /v1/events",
+                "PATCH /v1/subscribers/user_42/attributes", "POST /v1/events",
+            ])
+        let requests = online.requests
+        XCTAssertEqual(requests[0].eventNames, ["a1", "a2"])
+        XCTAssertEqual(requests[0].json["subscriberId"] as? String, anonymous)
+        XCTAssertNil(requests[0].headers["BuzzKit-Identity-Hash"], "anonymous calls carry no proof")
+        XCTAssertEqual(requests[2].json["anonymousId"] as? String, anonymous)
+        XCTAssertEqual(requests[2].json["identityHash"] as? String, "hash42")
+        XCTAssertEqual(requests[4].eventNames, ["u1"])
+        XCTAssertEqual(requests[4].json["subscriberId"] as? String, "user_42")
+        for request in requests[3...] { XCTAssertEqual(request.headers["BuzzKit-Identity-Hash"], "hash42") }
+        XCTAssertTrue(client.isDrained)
+
+        // Acknowledged work is not sent again after another relaunch.
+        let again = FakeTransport()
+        let relaunched = try makeClient(directory, transport: again)
+        drain(relaunched)
+        XCTAssertEqual(again.requests.count, 0)
+    }
+
+    func testBatchesHoldAtMost500EventsOfOneIdentityAndRetriesReuseTheKey() throws {
+        let transport = FakeTransport()
+        let clock = ManualWallClock()
+        // Grouped durability: the test is about batching, not about 1,200 disk flushes.
+        let client = try makeClient(temporaryStorage(), transport: transport, clock: clock) {
+            $0.durability = .grouped(interval: 1)
+        }
+        for index in 0..<1200 { client.track("e\(index)") }
+        transport.answer(status(503))
+        XCTAssertEqual(client.deliverOnce(), .waiting(until: clock.now() + 0.75))
+        clock.advance(1)
+        drain(client)
+        let requests = transport.requests
+        XCTAssertEqual(requests.map { $0.eventNames.count }, [500, 500, 500, 200])
+        XCTAssertEqual(requests[0].headers["Idempotency-Key"], requests[1].headers["Idempotency-Key"])
+        XCTAssertEqual(requests[0].body, requests[1].body, "a retry is the same request")
+        XCTAssertNotEqual(requests[1].headers["Idempotency-Key"], requests[2].headers["Idempotency-Key"])
+        let ids = requests[1...].flatMap {
+            ($0.json["events"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+        }
+        XCTAssertEqual(Set(ids).count, 1200, "every event has its own client id")
+        XCTAssertEqual(requests[1...].flatMap(\.eventNames), (0..<1200).map { "e\($0)" })
+    }
+
+    func testRefusedOperationsAreDroppedAndTheRestGoesOn() throws {
+        let transport = FakeTransport()
+        let client = try makeClient(temporaryStorage(), transport: transport)
+        client.setAttributes(["a": 1])
+        client.track("kept")
+        transport.answer(status(400, errorCode: "invalid_attributes"))
+        let steps = drain(client)
+        XCTAssertEqual(steps, [.dropped(count: 1), .sent(count: 1), .idle])
+        XCTAssertEqual(client.queueStatus.rejectedOperations, 1)
+        XCTAssertEqual(transport.requests.last?.eventNames, ["kept"])
+    }
+
+    func testRetryAfterHoldsTheHeadEvenThroughFlush() async throws {
+        let transport = FakeTransport()
+        let clock = ManualWallClock()
+        let client = try makeClient(temporaryStorage(), transport: transport, clock: clock)
+        client.track("x")
+        transport.answer(status(429, retryAfter: "120"))
+        XCTAssertEqual(client.deliverOnce(), .waiting(until: clock.now() + 120))
+        _ = await client.flush(timeout: .milliseconds(1))
+        XCTAssertEqual(client.deliverOnce(), .waiting(until: clock.now() + 120), "no request before Retry-After")
+        XCTAssertEqual(transport.requests.count, 1)
+        clock.advance(120)
+        XCTAssertEqual(client.deliverOnce(), .sent(count: 1))
+    }
+
+    func testBackoffIsCutShortByFlushButNotOtherwise() async throws {
+        let transport = FakeTransport()
+        let clock = ManualWallClock()
+        let client = try makeClient(temporaryStorage(), transport: transport, clock: clock)
+        client.track("x")
+        transport.answer(.failure("offline"), .failure("offline"))
+        XCTAssertEqual(client.deliverOnce(), .waiting(until: clock.now() + 0.75))
+        clock.advance(0.75)
+        XCTAssertEqual(client.deliverOnce(), .waiting(until: clock.now() + 1.5), "the second wait doubles")
+        XCTAssertEqual(client.deliverOnce(), .waiting(until: clock.now() + 1.5))
+        _ = await client.flush(timeout: .milliseconds(1))
+        XCTAssertEqual(client.deliverOnce(), .sent(count: 1))
+    }
+
+    func testBoundedQueueDropsOldestEventsNeverIdentityAndRemembersItAfterRestart() throws {
+        let directory = temporaryStorage()
+        let offline = FakeTransport()
+        offline.fallback = .failure("offline")
+        do {
+            let client = try makeClient(directory, transport: offline) { $0.maxQueuedEvents = 5 }
+            for index in 0..<4 { client.track("old\(index)") }
+            client.identify("user_7")
+            for index in 0..<6 { client.track("new\(index)") }
+            XCTAssertEqual(client.queueStatus.droppedEvents, 5)
+            XCTAssertEqual(client.queueStatus.queuedEvents, 5)
+        }
+        let transport = FakeTransport()
+        let client = try makeClient(directory, transport: transport) { $0.maxQueuedEvents = 5 }
+        drain(client)
+        XCTAssertEqual(transport.requests.map(\.line), ["POST /v1/identify", "POST /v1/events"])
+        XCTAssertEqual(transport.requests[1].eventNames, ["new1", "new2", "new3", "new4", "new5"])
+    }
+
+    func testATornLastRecordIsCutOffAndTheRestSurvives() throws {
+        let directory = temporaryStorage()
+        do {
+            let client = try makeClient(directory, transport: FakeTransport())
+            client.track("one")
+            client.track("two")
+        }
+        let log = directory.appendingPathComponent("queue.log")
+        let handle = try FileHandle(forUpdating: log)
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data([40, 0, 0, 0, 1, 2, 3, 4, 4, 9]))  // a record cut short
+        try handle.close()
+        let transport = FakeTransport()
+        let client = try makeClient(directory, transport: transport)
+        client.track("three")
+        drain(client)
+        XCTAssertEqual(transport.requests.flatMap(\.eventNames), ["one", "two", "three"])
+    }
+
+    func testCompactionKeepsNumberingAndIdentity() throws {
+        let directory = temporaryStorage()
+        let transport = FakeTransport()
+        var seen: Set<String> = []
+        do {
+            let client = try makeClient(directory, transport: transport) { $0.durability = .grouped(interval: 1) }
+            client.identify("user_9", identityHash: "h9")
+            for round in 0..<6 {
+                for index in 0..<500 {
+                    client.track("r\(round)e\(index)", properties: ["pad": .string(String(repeating: "x", count: 100))])
+                }
+                drain(client)
+            }
+        }
+        let size =
+            (try FileManager.default.attributesOfItem(atPath: directory.appendingPathComponent("queue.log").path)[.size]
+                as? Int) ?? -1
+        XCTAssertLessThan(size, 256 * 1024, "the acknowledged log was compacted")
+        for request in transport.requests {
+            for event in request.json["events"] as? [[String: Any]] ?? [] { seen.insert(event["id"] as! String) }
+        }
+        let again = FakeTransport()
+        let client = try makeClient(directory, transport: again)
+        XCTAssertEqual(client.externalId, "user_9")
+        client.track("after")
+        drain(client)
+        XCTAssertEqual(again.requests.count, 1)
+        XCTAssertEqual(again.requests[0].headers["BuzzKit-Identity-Hash"], "h9")
+        let id = (again.requests[0].json["events"] as? [[String: Any]])?.first?["id"] as? String ?? ""
+        XCTAssertFalse(seen.contains(id), "an event id is never reused after compaction")
+    }
+}

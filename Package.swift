@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "buzzkit", targets: ["CLI"]),
         // The client SDK an app embeds (API.md §16): Foundation only, public API.
         .library(name: "BuzzKit", targets: ["BuzzKit"]),
+        .executable(name: "buzzkit-example", targets: ["BuzzKitExample"]),
     ],
     targets: [
         // MARK: - C interop: only what Swift cannot import by itself
@@ -52,6 +53,12 @@ let package = Package(
 
         // MARK: - The client SDK (depends on nothing of the server), its example and bench
         .target(name: "BuzzKit", swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "BuzzKitExample", dependencies: ["BuzzKit"], path: "Examples/BuzzKitExample",
+            swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "BuzzKitSDKBench", dependencies: ["BuzzKit"], path: "bench/sdk", exclude: ["run.sh"],
+            swiftSettings: swiftSettings),
 
         // MARK: - Tests
         .target(
@@ -75,6 +82,10 @@ let package = Package(
             dependencies: ["API", "TestSupport", "Identity", "JSON", "HTTP1", "HTTPServer", "Storage"],
             swiftSettings: swiftSettings),
         .testTarget(name: "BuzzKitTests", dependencies: ["BuzzKit"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "BuzzKitEndToEndTests",
+            dependencies: ["BuzzKit", "BuzzKitExample", "CLI", "TestSupport", "Identity"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "EndToEndTests", dependencies: ["CLI", "TestSupport", "Identity", "JSON", "HTTP1"],
             swiftSettings: swiftSettings),

@@ -144,7 +144,7 @@ public final class BuzzKitClient: @unchecked Sendable {
         if outbox.epochs[outbox.currentEpoch] == nil || fresh {
             // First launch (or a lost log): the anonymous identity is the first thing in the queue.
             let record = outbox.newEpoch(BuzzKitClient.stamp(of: state))
-            try outbox.append([record], sync: true)
+            try outbox.sync(through: outbox.append([record]))
         }
         try saveState()
 
@@ -471,8 +471,9 @@ public final class BuzzKitClient: @unchecked Sendable {
             lock.unlock()
             return
         }
+        var position: UInt64? = nil
         do {
-            try outbox.append(records, sync: configuration.durability == .synchronous)
+            position = try outbox.append(records)
             if next != state {
                 state = next
                 try saveState()
@@ -481,6 +482,15 @@ public final class BuzzKitClient: @unchecked Sendable {
             configuration.log("could not queue: \(error)")
         }
         lock.unlock()
+        // The flush happens outside the lock: callers on other threads append meanwhile and share
+        // the next one (group commit), and the delivery thread is not held up.
+        if let position, configuration.durability == .synchronous {
+            do {
+                try outbox.sync(through: position)
+            } catch {
+                configuration.log("could not sync the queue: \(error)")
+            }
+        }
         delivery?.kick()
     }
 

@@ -52,11 +52,17 @@ public struct StorageError: Error, CustomStringConvertible {
 /// createdAt i64 LE | body`, where `length` counts from `kind` to the end of `body`.
 final class OperationLog {
     let url: URL
+    /// Swapped only by `replace`, which like `append` runs under the client's lock, and under
+    /// `syncLock`, so a group commit running outside the client's lock never syncs a closed file.
     private var handle: FileHandle
     /// Bytes in the file.
     private(set) var size: UInt64
-    /// Bytes written but not yet `fsync`ed (grouped durability).
-    private(set) var unsyncedBytes = 0
+    /// Serializes `fsync`s: whoever holds it syncs for everyone who wrote before it started.
+    private let syncLock = NSLock()
+    /// Guards `written` and `synced`: positions in the current file's byte stream.
+    private let counterLock = NSLock()
+    private var written: UInt64
+    private var synced: UInt64
 
     static let fixedHeader = 4 + 4 + 1 + 8 + 4 + 8
 
@@ -86,30 +92,51 @@ final class OperationLog {
         self.url = url
         self.handle = handle
         self.size = size
+        written = size
+        synced = size
     }
 
     deinit { try? handle.close() }
 
-    /// Appends `records` in one write; with `sync`, returns only once they are on disk.
-    func append(_ records: [Record], sync: Bool) throws {
+    /// Appends `records` in one `write`; returns the position to pass to `sync(through:)` for
+    /// them to be on disk. Callers serialize appends (the client's lock).
+    @discardableResult
+    func append(_ records: [Record]) throws -> UInt64 {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(records.reduce(0) { $0 + OperationLog.fixedHeader + $1.body.count })
         for record in records { OperationLog.encode(record, into: &bytes) }
         try handle.write(contentsOf: bytes)
         size += UInt64(bytes.count)
-        if sync {
-            try handle.synchronize()
-            unsyncedBytes = 0
-        } else {
-            unsyncedBytes += bytes.count
-        }
+        counterLock.lock()
+        written += UInt64(bytes.count)
+        let end = written
+        counterLock.unlock()
+        return end
     }
 
-    /// `fsync` what was written since the last one.
-    func sync() throws {
-        guard unsyncedBytes > 0 else { return }
+    /// Returns once everything up to `position` is on disk. Group commit: callers that wrote while
+    /// another one's `fsync` ran share the next one, so concurrent callers pay about one flush
+    /// together instead of one each. Safe to call without the client's lock.
+    func sync(through position: UInt64) throws {
+        syncLock.lock()
+        defer { syncLock.unlock() }
+        counterLock.lock()
+        let target = written
+        let done = synced >= position
+        counterLock.unlock()
+        if done { return }
         try handle.synchronize()
-        unsyncedBytes = 0
+        counterLock.lock()
+        synced = max(synced, target)
+        counterLock.unlock()
+    }
+
+    /// `fsync` whatever was written so far (grouped durability's timer, flush).
+    func syncAll() throws {
+        counterLock.lock()
+        let position = written
+        counterLock.unlock()
+        try sync(through: position)
     }
 
     /// Replaces the whole log with `records`: written to a sibling file, synced, renamed over
@@ -126,6 +153,8 @@ final class OperationLog {
         let newHandle = try FileHandle(forWritingTo: newURL)
         try newHandle.write(contentsOf: bytes)
         try newHandle.synchronize()
+        syncLock.lock()
+        defer { syncLock.unlock() }
         try? handle.close()
         // rename(2) replaces the old file atomically (POSIX), which FileManager does not promise.
         guard rename(newURL.path, url.path) == 0 else {
@@ -135,7 +164,11 @@ final class OperationLog {
         handle = newHandle
         try handle.seekToEnd()
         size = UInt64(bytes.count)
-        unsyncedBytes = 0
+        counterLock.lock()
+        // Everything in the new file is on disk; a position from the old file is covered by it.
+        written = size
+        synced = size
+        counterLock.unlock()
         syncDirectory()
     }
 

@@ -89,9 +89,10 @@ final class Outbox {
         return Record(kind: kind, seq: nextSeq, epoch: currentEpoch, createdAt: createdAt, body: body)
     }
 
-    /// Writes `records` in one append (synced when `sync`), then takes their operations into
-    /// the queue; drops the oldest events if that makes it too long.
-    func append(_ records: [Record], sync: Bool) throws {
+    /// Writes `records` in one append, then takes their operations into the queue; drops the
+    /// oldest events if that makes it too long. Returns the position for `sync(through:)`.
+    @discardableResult
+    func append(_ records: [Record]) throws -> UInt64 {
         var all = records
         let newEvents = records.count { $0.kind == .event }
         var dropped: [Int] = []
@@ -112,7 +113,7 @@ final class Outbox {
                 all.append(Record(kind: .dropEvents, seq: dropThrough, epoch: 0, createdAt: 0, body: []))
             }
         }
-        try log.append(all, sync: sync)
+        let position = try log.append(all)
         if dropThrough > 0 {
             droppedThrough = dropThrough
             droppedEvents += dropped.count
@@ -123,10 +124,14 @@ final class Outbox {
             pending.append(record)
             if record.kind == .event { queuedEvents += 1 }
         }
+        return position
     }
 
-    /// `fsync` pending writes (grouped durability).
-    func sync() throws { try log.sync() }
+    /// Returns once the log is on disk up to `position`; callable without the client's lock.
+    func sync(through position: UInt64) throws { try log.sync(through: position) }
+
+    /// `fsync` everything written so far (grouped durability).
+    func sync() throws { try log.syncAll() }
 
     // MARK: - Delivering
 
@@ -166,7 +171,7 @@ final class Outbox {
 
     /// Every operation through `seq` is done: recorded durably, then removed.
     func complete(through seq: UInt64) throws {
-        try log.append([Record(kind: .ack, seq: seq, epoch: 0, createdAt: 0, body: [])], sync: true)
+        try log.sync(through: log.append([Record(kind: .ack, seq: seq, epoch: 0, createdAt: 0, body: [])]))
         ackedThrough = max(ackedThrough, seq)
         frozenEnd = nil
         while head < pending.count, pending[head].seq <= seq {

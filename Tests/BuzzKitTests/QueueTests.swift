@@ -137,6 +137,27 @@ final class QueueTests: XCTestCase {
         XCTAssertEqual(transport.requests[1].eventNames, ["new1", "new2", "new3", "new4", "new5"])
     }
 
+    func testConcurrentCallersShareFlushesAndLoseNothing() throws {
+        let directory = temporaryStorage()
+        do {
+            let client = try makeClient(directory, transport: FakeTransport())
+            DispatchQueue.concurrentPerform(iterations: 8) { thread in
+                for index in 0..<40 { client.track("t\(thread)", properties: ["n": .int(index)]) }
+            }
+            XCTAssertEqual(client.queueStatus.queuedEvents, 320)
+        }
+        let transport = FakeTransport()
+        let client = try makeClient(directory, transport: transport)
+        drain(client)
+        let events = transport.requests.flatMap { $0.json["events"] as? [[String: Any]] ?? [] }
+        XCTAssertEqual(events.count, 320)
+        for thread in 0..<8 {
+            // Each caller's own events keep the order it made them in.
+            let mine = events.filter { $0["name"] as? String == "t\(thread)" }
+            XCTAssertEqual(mine.compactMap { ($0["properties"] as? [String: Any])?["n"] as? Int }, Array(0..<40))
+        }
+    }
+
     func testATornLastRecordIsCutOffAndTheRestSurvives() throws {
         let directory = temporaryStorage()
         do {

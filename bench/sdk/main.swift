@@ -63,11 +63,40 @@ func measureTrack(_ name: String, _ durability: Durability, calls: Int) {
             percentile(samples, 0.5), percentile(samples, 0.99), Double(samples.last!) / 1000, calls))
 }
 
+/// `threads` callers tracking at once on one client, `.synchronous`: the group commit shares fsyncs.
+func measureConcurrentTrack(threads: Int, callsEach: Int) {
+    let client = BuzzKitClient(
+        clientKey: "bk_client_bench", baseURL: nowhere, storageDirectory: storage(),
+        configuration: quiet(.synchronous))
+    let lock = NSLock()
+    nonisolated(unsafe) var samples: [UInt64] = []
+    let start = DispatchTime.now().uptimeNanoseconds
+    DispatchQueue.concurrentPerform(iterations: threads) { _ in
+        var mine: [UInt64] = []
+        for _ in 0..<callsEach {
+            let begin = DispatchTime.now().uptimeNanoseconds
+            client.track("screen_view", properties: ["screen": "home"])
+            mine.append(DispatchTime.now().uptimeNanoseconds - begin)
+        }
+        lock.lock()
+        samples += mine
+        lock.unlock()
+    }
+    let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    samples.sort()
+    print(
+        String(
+            format: "track() synchronous, %d threads at once: median %.1f µs, p99 %.1f µs; %.0f calls/s in all",
+            threads, percentile(samples, 0.5), percentile(samples, 0.99), Double(samples.count) / seconds))
+}
+
 switch mode {
 case "track":
     let calls = Int(options["calls"] ?? "2000") ?? 2000
     measureTrack("synchronous (fsync each call)", .synchronous, calls: min(calls, 2000))
     measureTrack("grouped (write each call, fsync every 50 ms)", .grouped(interval: 0.05), calls: calls * 10)
+    measureConcurrentTrack(threads: 1, callsEach: min(calls, 2000))
+    measureConcurrentTrack(threads: 8, callsEach: min(calls, 2000) / 8)
 case "memory":
     let events = Int(options["events"] ?? "100000") ?? 100_000
     let before = residentKiB()

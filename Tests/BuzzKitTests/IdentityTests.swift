@@ -4,6 +4,11 @@ import XCTest
 @testable import BuzzKit
 
 final class IdentityTests: XCTestCase {
+    override func tearDown() {
+        TemporaryFolders.shared.removeAll()
+        super.tearDown()
+    }
+
     func testAnonymousIdIsMintedOnceAndHasTheServersShape() throws {
         let directory = temporaryStorage()
         let first = try makeClient(directory, transport: FakeTransport()).anonymousId

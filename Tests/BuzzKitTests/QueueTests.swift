@@ -4,6 +4,11 @@ import XCTest
 @testable import BuzzKit
 
 final class QueueTests: XCTestCase {
+    override func tearDown() {
+        TemporaryFolders.shared.removeAll()
+        super.tearDown()
+    }
+
     func testOrderIsKeptAcrossRestartsAndIdentityGoesBeforeWhatFollowsIt() throws {
         let directory = temporaryStorage()
         let offline = FakeTransport()

@@ -61,11 +61,32 @@ func status(_ code: Int, retryAfter: String? = nil, errorCode: String? = nil) ->
     return .response(status: code, retryAfter: retryAfter, body: Array(body.utf8))
 }
 
-/// A fresh storage directory under the temporary folder.
+/// A fresh storage directory under the temporary folder, removed when the test ends.
 func temporaryStorage() -> URL {
     let url = FileManager.default.temporaryDirectory.appendingPathComponent("buzzkit-sdk-\(UUID().uuidString)")
     try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    TemporaryFolders.shared.add(url)
     return url
+}
+
+/// Folders the tests made; each test case removes them in `tearDown`.
+final class TemporaryFolders: @unchecked Sendable {
+    static let shared = TemporaryFolders()
+    private let lock = NSLock()
+    private var urls: [URL] = []
+
+    func add(_ url: URL) {
+        lock.lock()
+        urls.append(url)
+        lock.unlock()
+    }
+
+    func removeAll() {
+        lock.lock()
+        for url in urls { try? FileManager.default.removeItem(at: url) }
+        urls = []
+        lock.unlock()
+    }
 }
 
 /// A client with no delivery thread: the test drives `deliverOnce()`.

@@ -21,3 +21,4 @@ pid=$!
 for _ in $(seq 100); do grep -q "listening on" "$dir/out" && break; sleep 0.1; done
 url=$(grep -o 'http://[0-9.:]*' "$dir/out" | head -1)
 "$BENCH" deliver --base-url "$url" --client-key "$key" --events "${DELIVER:-20000}"
+rm -rf "${TMPDIR:-/tmp}"/buzzkit-sdk-bench-*

@@ -549,16 +549,21 @@ public final class BuzzKitClient: @unchecked Sendable {
     /// Sends the head of the queue once, if it is due, and applies the retry policy to the answer.
     func deliverOnce() -> DeliveryStep {
         lock.lock()
+        guard outbox.hasWork() else {
+            lock.unlock()
+            return .idle
+        }
+        // The wait comes first: while offline every call kicks this thread, and it should cost nothing.
+        if let notBefore, notBefore > clock.now() {
+            lock.unlock()
+            return .waiting(until: notBefore)
+        }
         guard let batch = outbox.nextBatch(maxEvents: configuration.maxBatchSize, maxBytes: BuzzKitClient.maxBatchBytes)
         else {
             lock.unlock()
             return .idle
         }
-        if let notBefore, notBefore > clock.now() {
-            lock.unlock()
-            return .waiting(until: notBefore)
-        }
-        outbox.freeze(through: batch.lastSeq)
+        if !batch.ahead { outbox.freeze(through: batch.lastSeq) }
         let request = makeRequest(batch)
         lock.unlock()
 
@@ -597,7 +602,11 @@ public final class BuzzKitClient: @unchecked Sendable {
                 rejected += batch.records.count
             }
             do {
-                try outbox.complete(through: batch.lastSeq)
+                if batch.ahead {
+                    try outbox.completeAhead(batch, merged: decision == .done)
+                } else {
+                    try outbox.complete(through: batch.lastSeq)
+                }
             } catch {
                 configuration.log("could not record delivery: \(error)")
                 return .waiting(until: now.addingTimeInterval(1))
@@ -670,7 +679,7 @@ public final class BuzzKitClient: @unchecked Sendable {
         case .preferences:
             method = "PUT"
             path = "/v1/subscribers/\(subscriber)/preferences"
-        case .epoch, .ack, .dropEvents:
+        case .epoch, .ack, .dropEvents, .done:
             method = "GET"
             path = "/healthz"
             body = nil

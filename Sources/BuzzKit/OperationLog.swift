@@ -22,6 +22,8 @@ enum RecordKind: UInt8, Sendable {
     case ack = 100
     /// Every *event* with `seq` at most this record's was dropped to keep the queue bounded.
     case dropEvents = 101
+    /// The one operation with this `seq` is done, ahead of those before it (an identify).
+    case done = 102
 }
 
 /// One record: fixed header fields and a body (JSON text for operations and epochs).

@@ -17,6 +17,8 @@ struct Batch: Sendable {
     var epoch: UInt32
     var identity: IdentityStamp
     var records: [Record]
+    /// An identify sent ahead of its anonymous identity's queued work (`Outbox.nextBatch`).
+    var ahead = false
     var firstSeq: UInt64 { records.first!.seq }
     var lastSeq: UInt64 { records.last!.seq }
 }
@@ -41,6 +43,8 @@ final class Outbox {
     private(set) var droppedEvents = 0
     /// The range of the batch being retried, kept so a retry sends the same request (same key).
     private var frozenEnd: UInt64?
+    /// Identify operations acknowledged ahead of the operations before them.
+    private var doneAhead: Set<UInt64> = []
     let maxEvents: Int
 
     init(url: URL, maxEvents: Int) throws {
@@ -54,12 +58,13 @@ final class Outbox {
                 epochs[record.epoch] = try JSONDecoder().decode(IdentityStamp.self, from: Data(record.body))
                 currentEpoch = max(currentEpoch, record.epoch)
             case .ack: ackedThrough = max(ackedThrough, record.seq)
+            case .done: doneAhead.insert(record.seq)
             case .dropEvents: droppedThrough = max(droppedThrough, record.seq)
             default: operations.append(record)
             }
             nextSeq = max(nextSeq, record.seq + 1)
         }
-        pending = operations.filter { $0.seq > ackedThrough && !isDropped($0) }
+        pending = operations.filter { $0.seq > ackedThrough && !isDropped($0) && !doneAhead.contains($0.seq) }
         queuedEvents = pending.count { $0.kind == .event }
     }
 
@@ -137,11 +142,23 @@ final class Outbox {
 
     /// The request at the head: one operation, or up to `maxEvents` consecutive events of one
     /// identity within `maxBytes` of bodies.
+    ///
+    /// One exception to the head: the identify that merges an anonymous identity goes before that
+    /// identity's own queued work (never past anything else). Offline since first launch, the
+    /// server then sees the sign-in first and links the anonymous id (API.md §6, "the device was
+    /// offline the whole time"), and the anonymous events, sent next through the alias, land on
+    /// the person after one `$subscriber.merged`, as Voidhash sends queued links before purchases.
+    /// Order within each identity is unchanged.
     func nextBatch(maxEvents batchLimit: Int, maxBytes: Int) -> Batch? {
         skipDropped()
         guard head < pending.count else { return nil }
         let first = pending[head]
         guard let identity = epochs[first.epoch] else { return nil }
+        if identity.externalId == nil, let identify = identifyAhead(of: first.epoch, anonymousId: identity.anonymousId),
+            let stamp = epochs[identify.epoch]
+        {
+            return Batch(kind: .identify, epoch: identify.epoch, identity: stamp, records: [identify], ahead: true)
+        }
         guard first.kind == .event else {
             return Batch(kind: first.kind, epoch: first.epoch, identity: identity, records: [first])
         }
@@ -160,6 +177,47 @@ final class Outbox {
             index += 1
         }
         return Batch(kind: .event, epoch: first.epoch, identity: identity, records: records)
+    }
+
+    /// The identify right after the anonymous identity `epoch`'s run of operations, if it merges
+    /// that identity's anonymous id.
+    private func identifyAhead(of epoch: UInt32, anonymousId: String) -> Record? {
+        var index = head + 1
+        while index < pending.count, pending[index].epoch == epoch { index += 1 }
+        guard index < pending.count else { return nil }
+        let candidate = pending[index]
+        guard candidate.kind == .identify, let stamp = epochs[candidate.epoch], stamp.externalId != nil,
+            stamp.anonymousId == anonymousId
+        else { return nil }
+        return candidate
+    }
+
+    /// The identify sent ahead is done: recorded durably, then taken out of the middle of the queue.
+    /// When it was accepted (`merged`), the anonymous id is now an alias of a person who may be
+    /// verified, and the server wants that person's proof on every call through any of their ids
+    /// ("once verified, always verified"): the anonymous identity's queued work borrows the proof.
+    func completeAhead(_ identify: Batch, merged: Bool) throws {
+        var records = [Record(kind: .done, seq: identify.firstSeq, epoch: 0, createdAt: 0, body: [])]
+        var lent: [UInt32: IdentityStamp] = [:]
+        if merged {
+            for (epoch, stamp) in epochs
+            where stamp.externalId == nil && stamp.anonymousId == identify.identity.anonymousId {
+                var proven = stamp
+                proven.identityHash = identify.identity.identityHash
+                proven.identityToken = identify.identity.identityToken
+                lent[epoch] = proven
+                let body = (try? JSONEncoder().encode(proven)).map { [UInt8]($0) } ?? []
+                // The same epoch number again: on load the later record wins.
+                records.append(Record(kind: .epoch, seq: 0, epoch: epoch, createdAt: 0, body: body))
+            }
+        }
+        try log.sync(through: log.append(records))
+        epochs.merge(lent) { _, new in new }
+        doneAhead.insert(identify.firstSeq)
+        if let index = pending[head...].firstIndex(where: { $0.seq == identify.firstSeq }) {
+            pending.remove(at: index)
+            if eventScan > index { eventScan -= 1 }
+        }
     }
 
     /// Keeps the head batch's range for its retries.

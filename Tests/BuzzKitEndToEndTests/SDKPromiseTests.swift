@@ -35,6 +35,9 @@ final class SDKPromiseTests: XCTestCase {
 
         let timeline = try server.timeline("user_offline")
         XCTAssertEqual(timeline.merges.count, 1)
+        // The sign-in reached the server first: a link, then every event through the alias.
+        XCTAssertEqual(timeline.first?["name"] as? String, "$subscriber.merged")
+        XCTAssertEqual((timeline.first?["properties"] as? [String: Any])?["shape"] as? String, "link")
         XCTAssertEqual(timeline.appEvents.count, 40)
         XCTAssertEqual(Set(timeline.appEvents.ids).count, 40, "every event once")
         XCTAssertEqual(
@@ -94,7 +97,7 @@ final class SDKPromiseTests: XCTestCase {
         device.identify("user_crash", identityHash: server.identityHash("user_crash"))
         for index in 0..<500 { device.track("burst", properties: ["n": .int(index)]) }
         // Some of it is on the wire or acknowledged, some still queued: now the server dies.
-        _ = eventuallyTrue(5) { device.queueStatus.queuedEvents < 500 }
+        XCTAssertTrue(eventuallyTrue(10) { device.queueStatus.queuedEvents < 500 }, "delivery had started")
         server.kill()
         for index in 500..<1000 { device.track("burst", properties: ["n": .int(index)]) }
         XCTAssertGreaterThan(device.queueStatus.queuedEvents, 0, "work was still in flight when the server died")
@@ -154,8 +157,10 @@ final class SDKPromiseTests: XCTestCase {
         let phone = server.device()
         let tablet = server.device()
         phone.track("phone_onboarding")
-        phone.identify("user_two", identityHash: server.identityHash("user_two"))
         var drained = await phone.flush(timeout: .seconds(30))
+        XCTAssertTrue(drained, "the phone's anonymous subscriber exists before the sign-up")
+        phone.identify("user_two", identityHash: server.identityHash("user_two"))
+        drained = await phone.flush(timeout: .seconds(30))
         XCTAssertTrue(drained)
         tablet.track("tablet_onboarding")
         tablet.setPushToken("apns-tablet", permission: .provisional)

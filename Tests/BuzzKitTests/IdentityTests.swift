@@ -39,6 +39,21 @@ final class IdentityTests: XCTestCase {
         XCTAssertNil(device["locale"], "absent values are left out")
     }
 
+    func testARefusedIdentifyLendsNoProofToTheAnonymousWork() throws {
+        let transport = FakeTransport()
+        let client = try makeClient(temporaryStorage(), transport: transport)
+        let anonymous = client.anonymousId
+        client.track("before")
+        client.identify("user_5", identityHash: "wrong")
+        client.track("after")
+        transport.answer(status(401, errorCode: "invalid_identity_hash"))
+        drain(client)
+        XCTAssertEqual(transport.requests.map(\.line), ["POST /v1/identify", "POST /v1/events", "POST /v1/events"])
+        XCTAssertEqual(transport.requests[1].json["subscriberId"] as? String, anonymous)
+        XCTAssertNil(transport.requests[1].headers["BuzzKit-Identity-Hash"], "no merge, no borrowed proof")
+        XCTAssertEqual(client.queueStatus.rejectedOperations, 1)
+    }
+
     func testInvalidExternalIdsAreRefusedOnTheDevice() throws {
         let transport = FakeTransport()
         let client = try makeClient(temporaryStorage(), transport: transport)
@@ -70,7 +85,7 @@ final class IdentityTests: XCTestCase {
         XCTAssertEqual(
             transport.requests.map(\.line),
             [
-                "PUT /v1/subscribers/\(first)/push-subscriptions/\(device)", "POST /v1/identify",
+                "POST /v1/identify", "PUT /v1/subscribers/\(first)/push-subscriptions/\(device)",
                 "PUT /v1/subscribers/user_1/push-subscriptions/\(device)", "POST /v1/events",
                 "DELETE /v1/subscribers/user_1/push-subscriptions/\(device)",
                 "PUT /v1/subscribers/\(second)/push-subscriptions/\(device)", "POST /v1/events",

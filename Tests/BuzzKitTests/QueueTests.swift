@@ -26,30 +26,39 @@ final class QueueTests: XCTestCase {
             client.track("u2")
             XCTAssertEqual(drain(client).count, 1, "the head waits for its retry")
         }
-        // Relaunch on the same storage: the same requests in the same order, nothing lost.
+        // Relaunch on the same storage: nothing lost. The identify that merges the anonymous id
+        // goes first (the server links it), then everything in the order it was called.
+        let first = FakeTransport()
+        do {
+            let client = try makeClient(directory, transport: first)
+            XCTAssertEqual(client.deliverOnce(), .sent(count: 1))
+        }
+        XCTAssertEqual(first.requests.map(\.line), ["POST /v1/identify"])
+        XCTAssertEqual(first.requests[0].json["anonymousId"] as? String, anonymous)
+        XCTAssertEqual(first.requests[0].json["identityHash"] as? String, "hash42")
+        // Relaunched again: the identify, acknowledged ahead of the rest, is not sent twice.
         let online = FakeTransport()
         let client = try makeClient(directory, transport: online)
         XCTAssertEqual(client.anonymousId, anonymous)
         XCTAssertEqual(client.externalId, "user_42")
         drain(client)
-        let lines = online.requests.map(\.line)
         let device = BuzzKitClient.pathComponent(client.deviceId)
         XCTAssertEqual(
-            lines,
+            online.requests.map(\.line),
             [
-                "POST /v1/events", "PUT /v1/subscribers/\(anonymous)/push-subscriptions/\(device)", "POST /v1/identify",
+                "POST /v1/events", "PUT /v1/subscribers/\(anonymous)/push-subscriptions/\(device)",
                 "PUT /v1/subscribers/user_42/push-subscriptions/\(device)", "POST /v1/events",
                 "PATCH /v1/subscribers/user_42/attributes", "POST /v1/events",
             ])
         let requests = online.requests
         XCTAssertEqual(requests[0].eventNames, ["a1", "a2"])
-        XCTAssertEqual(requests[0].json["subscriberId"] as? String, anonymous)
-        XCTAssertNil(requests[0].headers["BuzzKit-Identity-Hash"], "anonymous calls carry no proof")
-        XCTAssertEqual(requests[2].json["anonymousId"] as? String, anonymous)
-        XCTAssertEqual(requests[2].json["identityHash"] as? String, "hash42")
-        XCTAssertEqual(requests[4].eventNames, ["u1"])
-        XCTAssertEqual(requests[4].json["subscriberId"] as? String, "user_42")
-        for request in requests[3...] { XCTAssertEqual(request.headers["BuzzKit-Identity-Hash"], "hash42") }
+        XCTAssertEqual(requests[0].json["subscriberId"] as? String, anonymous, "stamped with the anonymous identity")
+        XCTAssertEqual(
+            requests[0].headers["BuzzKit-Identity-Hash"], "hash42",
+            "linked, the anonymous id is the verified person's alias: calls through it carry the proof")
+        XCTAssertEqual(requests[3].eventNames, ["u1"])
+        XCTAssertEqual(requests[3].json["subscriberId"] as? String, "user_42")
+        for request in requests { XCTAssertEqual(request.headers["BuzzKit-Identity-Hash"], "hash42") }
         XCTAssertTrue(client.isDrained)
 
         // Acknowledged work is not sent again after another relaunch.

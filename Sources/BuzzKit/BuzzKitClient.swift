@@ -603,7 +603,7 @@ public final class BuzzKitClient: @unchecked Sendable {
             }
             do {
                 if batch.ahead {
-                    try outbox.completeAhead(batch, merged: decision == .done)
+                    try outbox.completeAhead(batch, merged: decision == .done && BuzzKitClient.merged(result))
                 } else {
                     try outbox.complete(through: batch.lastSeq)
                 }
@@ -703,6 +703,16 @@ public final class BuzzKitClient: @unchecked Sendable {
     static func errorCode(_ body: [UInt8]) -> String? {
         guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else { return nil }
         return (object["error"] as? [String: Any])?["code"] as? String
+    }
+
+    /// Whether an identify's answer says the anonymous id was merged (`merge.shape` other than
+    /// `none`; `none` comes with `merge_source_identified`: the id belongs to someone else).
+    static func merged(_ result: TransportResult) -> Bool {
+        guard case .response(_, _, let body) = result,
+            let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+            let merge = (object["data"] as? [String: Any])?["merge"] as? [String: Any]
+        else { return false }
+        return (merge["shape"] as? String).map { $0 != "none" } ?? false
     }
 
     static func strip(_ keys: [String], from body: [UInt8]) -> [UInt8] {

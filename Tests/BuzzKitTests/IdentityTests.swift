@@ -54,6 +54,20 @@ final class IdentityTests: XCTestCase {
         XCTAssertEqual(client.queueStatus.rejectedOperations, 1)
     }
 
+    func testAnAnonymousIdThatBelongsToSomeoneElseBorrowsNoProof() throws {
+        let transport = FakeTransport()
+        let client = try makeClient(temporaryStorage(), transport: transport)
+        client.track("before")
+        client.identify("user_6", identityHash: "h6")
+        // A restored backup: the anonymous id is another person's alias; the server merges nothing.
+        let none =
+            #"{"success":true,"data":{"merge":{"shape":"none"}},"metadata":{"warnings":[{"code":"merge_source_identified"}]}}"#
+        transport.answer(.response(status: 200, retryAfter: nil, body: Array(none.utf8)))
+        drain(client)
+        XCTAssertEqual(transport.requests.map(\.line), ["POST /v1/identify", "POST /v1/events"])
+        XCTAssertNil(transport.requests[1].headers["BuzzKit-Identity-Hash"])
+    }
+
     func testInvalidExternalIdsAreRefusedOnTheDevice() throws {
         let transport = FakeTransport()
         let client = try makeClient(temporaryStorage(), transport: transport)

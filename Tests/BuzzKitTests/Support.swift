@@ -34,7 +34,9 @@ final class FakeTransport: Transport, @unchecked Sendable {
     private let lock = NSLock()
     private var script: [TransportResult] = []
     private var sent: [OutgoingRequest] = []
-    var fallback: TransportResult = .response(status: 200, retryAfter: nil, body: Array(#"{"success":true}"#.utf8))
+    /// Success; an identify's answer says it linked the anonymous id.
+    var fallback: TransportResult = .response(
+        status: 200, retryAfter: nil, body: Array(#"{"success":true,"data":{"merge":{"shape":"link"}}}"#.utf8))
 
     func answer(_ results: TransportResult...) {
         lock.lock()

@@ -66,6 +66,9 @@ public final class BuzzKitClient: @unchecked Sendable {
     /// Identify bodies rewritten after a 400 on an optional field, by seq (not persisted: the
     /// same answer leads to the same rewrite after a relaunch).
     private var identifyOverrides: [UInt64: [UInt8]] = [:]
+    /// What `setAttributes` sent this launch, and for whom (the fingerprint FlowPilot's page describes).
+    private var sentAttributes: [String: JSONValue] = [:]
+    private var sentAttributesSubscriber: String?
 
     // Sessions.
     private var sessionOpen = false
@@ -278,10 +281,21 @@ public final class BuzzKitClient: @unchecked Sendable {
 
     /// Merges `attributes` into the subscriber's (the server never replaces the map). `$` keys
     /// are the server's and are left out.
+    /// The same values again for the same subscriber, within a launch, send nothing (so a call
+    /// from a view body costs one request, not one per frame).
     public func setAttributes(_ attributes: [String: JSONValue]) {
         guard let clean = sanitized(attributes, call: "setAttributes"), !clean.isEmpty else { return }
         let body = JSONValue.object(["attributes": .object(clean)]).jsonText
-        enqueue { _ in [operation(.attributes, body)] }
+        enqueue { state in
+            let subscriber = state.externalId ?? state.anonymousId
+            if sentAttributesSubscriber != subscriber {
+                sentAttributesSubscriber = subscriber
+                sentAttributes = [:]
+            }
+            if clean.allSatisfy({ sentAttributes[$0.key] == $0.value }) { return nil }
+            sentAttributes.merge(clean) { _, new in new }
+            return [operation(.attributes, body)]
+        }
     }
 
     /// Records an event. Costs one append to the queue's file; sent in batches of up to 500.
@@ -634,7 +648,9 @@ public final class BuzzKitClient: @unchecked Sendable {
         let subscriber = BuzzKitClient.pathComponent(identity.subscriberId)
         var headers = [
             "Authorization": "Bearer \(clientKey)",
-            "Idempotency-Key": "bk-\(state.deviceId)-\(batch.firstSeq)-\(batch.lastSeq)",
+            // A rewritten identify is another request: the server would answer a reused key with 422.
+            "Idempotency-Key": "bk-\(state.deviceId)-\(batch.firstSeq)-\(batch.lastSeq)"
+                + (identifyOverrides[batch.firstSeq] == nil ? "" : "-r"),
         ]
         if batch.kind != .identify {
             if let token = identity.identityToken {

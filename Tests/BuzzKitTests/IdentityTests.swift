@@ -68,6 +68,20 @@ final class IdentityTests: XCTestCase {
         XCTAssertNil(transport.requests[1].headers["BuzzKit-Identity-Hash"])
     }
 
+    func testSetAttributesWithNothingNewSendsNothing() throws {
+        let transport = FakeTransport()
+        let client = try makeClient(temporaryStorage(), transport: transport)
+        for _ in 0..<5 { client.setAttributes(["plan": "pro", "streak": 4]) }
+        client.setAttributes(["streak": 4])
+        client.setAttributes(["streak": 5])
+        client.identify("user_8")
+        client.setAttributes(["plan": "pro"])  // another subscriber: sent again
+        drain(client)
+        XCTAssertEqual(
+            transport.requests.filter { $0.method == "PATCH" }.map { ($0.json["attributes"] as? [String: Any])?.count },
+            [2, 1, 1])
+    }
+
     func testInvalidExternalIdsAreRefusedOnTheDevice() throws {
         let transport = FakeTransport()
         let client = try makeClient(temporaryStorage(), transport: transport)
@@ -156,6 +170,9 @@ final class IdentityTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 2, "\(steps) \(transport.requests.map(\.line))")
         XCTAssertNotNil(transport.requests[0].json["attributes"])
         XCTAssertNil(transport.requests[1].json["attributes"])
+        XCTAssertNotEqual(
+            transport.requests[0].headers["Idempotency-Key"], transport.requests[1].headers["Idempotency-Key"],
+            "another body, another key")
         XCTAssertNotNil(transport.requests[1].json["anonymousId"], "the merge still happens")
     }
 

@@ -66,6 +66,8 @@ public final class BuzzKitClient: @unchecked Sendable {
     /// Identify bodies rewritten after a 400 on an optional field, by seq (not persisted: the
     /// same answer leads to the same rewrite after a relaunch).
     private var identifyOverrides: [UInt64: [UInt8]] = [:]
+    /// Bytes of event bodies a batch may hold; halved when a server answers 413.
+    private var batchBytes = BuzzKitClient.maxBatchBytes
     /// What `setAttributes` sent this launch, and for whom (the fingerprint FlowPilot's page describes).
     private var sentAttributes: [String: JSONValue] = [:]
     private var sentAttributesSubscriber: String?
@@ -572,7 +574,7 @@ public final class BuzzKitClient: @unchecked Sendable {
             lock.unlock()
             return .waiting(until: notBefore)
         }
-        guard let batch = outbox.nextBatch(maxEvents: configuration.maxBatchSize, maxBytes: BuzzKitClient.maxBatchBytes)
+        guard let batch = outbox.nextBatch(maxEvents: configuration.maxBatchSize, maxBytes: batchBytes)
         else {
             lock.unlock()
             return .idle
@@ -596,6 +598,13 @@ public final class BuzzKitClient: @unchecked Sendable {
                 configuration.log("identify refused (\(code!)); sending it again without attributes and email")
                 identifyOverrides[batch.firstSeq] = BuzzKitClient.strip(
                     ["attributes", "email"], from: request.body ?? [])
+                return .again
+            }
+            if batch.kind == .event, status == 413, batch.records.count > 1 {
+                // A server with a smaller body limit: split the batch rather than lose it.
+                batchBytes = max((request.body?.count ?? 0) / 2, 1024)
+                outbox.freeze(through: nil)
+                configuration.log("events refused as too large; batches now at most \(batchBytes) bytes")
                 return .again
             }
             // An answer that says "the first try is still running" is a wait, not a refusal.

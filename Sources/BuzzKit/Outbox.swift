@@ -221,7 +221,7 @@ final class Outbox {
     }
 
     /// Keeps the head batch's range for its retries.
-    func freeze(through seq: UInt64) { frozenEnd = seq }
+    func freeze(through seq: UInt64?) { frozenEnd = seq }
 
     private func skipDropped() {
         while head < pending.count, isDropped(pending[head]) { head += 1 }

@@ -92,6 +92,20 @@ final class QueueTests: XCTestCase {
         XCTAssertEqual(requests[1...].flatMap(\.eventNames), (0..<1200).map { "e\($0)" })
     }
 
+    func testABatchTooLargeForTheServerIsSplitNotDropped() throws {
+        let transport = FakeTransport()
+        let client = try makeClient(temporaryStorage(), transport: transport)
+        for index in 0..<40 {
+            client.track("big\(index)", properties: ["pad": .string(String(repeating: "x", count: 1000))])
+        }
+        transport.answer(status(413, errorCode: "payload_too_large"), status(413, errorCode: "payload_too_large"))
+        drain(client)
+        let sizes = transport.requests.map { $0.eventNames.count }
+        XCTAssertEqual(sizes.prefix(3), [40, 20, 10])
+        XCTAssertEqual(transport.requests.dropFirst(2).flatMap(\.eventNames), (0..<40).map { "big\($0)" })
+        XCTAssertEqual(client.queueStatus.rejectedOperations, 0)
+    }
+
     func testRefusedOperationsAreDroppedAndTheRestGoesOn() throws {
         let transport = FakeTransport()
         let client = try makeClient(temporaryStorage(), transport: transport)

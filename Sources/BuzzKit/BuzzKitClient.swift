@@ -452,8 +452,8 @@ public final class BuzzKitClient: @unchecked Sendable {
     public func flush(timeout: Duration = .seconds(10)) async -> Bool {
         locked {
             if !notBeforeIsServers { notBefore = nil }
-            try? outbox.sync()
         }
+        try? outbox.sync()
         delivery?.kick()
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
@@ -553,8 +553,9 @@ public final class BuzzKitClient: @unchecked Sendable {
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue.global(qos: .utility))
         timer.schedule(deadline: .now() + interval, repeating: interval)
         timer.setEventHandler { [weak self] in
-            guard let self else { return }
-            self.locked { try? self.outbox.sync() }
+            // Without the client's lock: the log syncs safely on its own, and track() must not
+            // wait behind a disk flush.
+            try? self?.outbox.sync()
         }
         timer.resume()
         syncTimer = timer

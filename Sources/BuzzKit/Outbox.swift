@@ -135,7 +135,7 @@ final class Outbox {
     /// Returns once the log is on disk up to `position`; callable without the client's lock.
     func sync(through position: UInt64) throws { try log.sync(through: position) }
 
-    /// `fsync` everything written so far (grouped durability).
+    /// `fsync` everything written so far (grouped durability); callable without the client's lock.
     func sync() throws { try log.syncAll() }
 
     // MARK: - Delivering

@@ -190,6 +190,34 @@ final class SDKPromiseTests: XCTestCase {
     }
 }
 
+/// The proof goes with every call: a tenant that requires verification accepts all of a device's
+/// calls made with an identity token, and none is refused.
+final class SDKVerificationTests: XCTestCase {
+    func testWithRequiredVerificationEveryCallCarriesTheToken() async throws {
+        let server = try SDKServer.withTenant()
+        let settings = try HTTPClient(port: server.port).send(
+            "PATCH", "/v1/tenant", json: ["requireVerification": true], headers: server.tenant.backend)
+        XCTAssertEqual(settings.status, 200, settings.text)
+        let device = server.device()
+        let token = TestTokens.valid(
+            subject: "user_jwt", nowMillis: Int64(Date().timeIntervalSince1970 * 1000),
+            secret: server.tenant.identitySecret)
+        device.identify("user_jwt", identityToken: token, subscribe: [.email: false])
+        device.track("verified_event", properties: ["ok": true])
+        device.setAttributes(["plan": "pro"])
+        device.setPreferences(["news": true])
+        device.setPushToken("apns-jwt", permission: .authorized)
+        let drained = await device.flush(timeout: .seconds(30))
+        XCTAssertTrue(drained)
+        XCTAssertEqual(device.queueStatus.rejectedOperations, 0, "no call was refused for want of a proof")
+        let (person, _) = try XCTUnwrap(server.subscriber("user_jwt"))
+        XCTAssertEqual(person["verified"] as? Bool, true)
+        XCTAssertEqual((person["attributes"] as? [String: Any])?["plan"] as? String, "pro")
+        XCTAssertEqual((person["pushSubscriptions"] as? [[String: Any]])?.count, 1)
+        XCTAssertEqual(try server.timeline("user_jwt").appEvents.names, ["verified_event"])
+    }
+}
+
 /// Polls `condition` every 5 ms until it holds or `seconds` pass.
 func eventuallyTrue(_ seconds: Double, _ condition: () -> Bool) -> Bool {
     let deadline = Date().addingTimeInterval(seconds)

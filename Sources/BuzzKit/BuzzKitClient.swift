@@ -575,8 +575,15 @@ public final class BuzzKitClient: @unchecked Sendable {
             lock.unlock()
             return .waiting(until: notBefore)
         }
-        guard let batch = outbox.nextBatch(maxEvents: configuration.maxBatchSize, maxBytes: batchBytes)
-        else {
+        let next: Batch?
+        do {
+            next = try outbox.nextBatch(maxEvents: configuration.maxBatchSize, maxBytes: batchBytes)
+        } catch {
+            lock.unlock()
+            configuration.log("could not read the queue: \(error)")
+            return .waiting(until: clock.now().addingTimeInterval(1))
+        }
+        guard let batch = next else {
             lock.unlock()
             return .idle
         }

@@ -33,7 +33,21 @@ struct Record: Sendable, Equatable {
     var epoch: UInt32
     /// Milliseconds since 1970 when it was queued.
     var createdAt: Int64
+    /// The body; empty for a queued event, whose body stays in the file (`bodyOffset`, `bodyLength`)
+    /// so that 100,000 queued events do not each hold their JSON in memory.
     var body: [UInt8]
+    /// Where the body starts in the log file, and its length.
+    var bodyOffset: UInt64 = 0
+    var bodyLength: Int = 0
+
+    init(kind: RecordKind, seq: UInt64, epoch: UInt32, createdAt: Int64, body: [UInt8]) {
+        self.kind = kind
+        self.seq = seq
+        self.epoch = epoch
+        self.createdAt = createdAt
+        self.body = body
+        bodyLength = body.count
+    }
 }
 
 /// Errors of the queue's file.
@@ -65,6 +79,8 @@ final class OperationLog {
     private let counterLock = NSLock()
     private var written: UInt64
     private var synced: UInt64
+    /// For reading queued events' bodies back.
+    private var reader: FileHandle?
 
     static let fixedHeader = 4 + 4 + 1 + 8 + 4 + 8
 
@@ -98,22 +114,45 @@ final class OperationLog {
         synced = size
     }
 
-    deinit { try? handle.close() }
+    deinit {
+        try? handle.close()
+        try? reader?.close()
+    }
 
     /// Appends `records` in one `write`; returns the position to pass to `sync(through:)` for
     /// them to be on disk. Callers serialize appends (the client's lock).
     @discardableResult
     func append(_ records: [Record]) throws -> UInt64 {
+        try appendLocating(records).position
+    }
+
+    /// `append`, also returning where each record's body landed in the file.
+    func appendLocating(_ records: [Record]) throws -> (position: UInt64, bodyOffsets: [UInt64]) {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(records.reduce(0) { $0 + OperationLog.fixedHeader + $1.body.count })
-        for record in records { OperationLog.encode(record, into: &bytes) }
+        var offsets: [UInt64] = []
+        offsets.reserveCapacity(records.count)
+        for record in records {
+            offsets.append(size + UInt64(bytes.count + OperationLog.fixedHeader))
+            OperationLog.encode(record, into: &bytes)
+        }
         try handle.write(contentsOf: bytes)
         size += UInt64(bytes.count)
         counterLock.lock()
         written += UInt64(bytes.count)
         let end = written
         counterLock.unlock()
-        return end
+        return (end, offsets)
+    }
+
+    /// The file's bytes from `start` to `end` (bodies of queued events). Callers serialize with
+    /// appends (the client's lock); a separate handle keeps the append position untouched.
+    func read(from start: UInt64, to end: UInt64) throws -> [UInt8] {
+        if reader == nil { reader = try FileHandle(forReadingFrom: url) }
+        try reader!.seek(toOffset: start)
+        let data = try reader!.read(upToCount: Int(end - start)) ?? Data()
+        guard data.count == Int(end - start) else { throw StorageError("short read of \(url.path)") }
+        return [UInt8](data)
     }
 
     /// Returns once everything up to `position` is on disk. Group commit: callers that wrote while
@@ -143,10 +182,15 @@ final class OperationLog {
 
     /// Replaces the whole log with `records`: written to a sibling file, synced, renamed over
     /// the log (atomic), so a crash leaves either the old file or the new one, never a mix.
-    func replace(with records: [Record]) throws {
+    @discardableResult
+    func replace(with records: [Record]) throws -> [UInt64] {
         let newURL = url.appendingPathExtension("new")
         var bytes: [UInt8] = []
-        for record in records { OperationLog.encode(record, into: &bytes) }
+        var offsets: [UInt64] = []
+        for record in records {
+            offsets.append(UInt64(bytes.count + OperationLog.fixedHeader))
+            OperationLog.encode(record, into: &bytes)
+        }
         let manager = FileManager.default
         try? manager.removeItem(at: newURL)
         guard manager.createFile(atPath: newURL.path, contents: nil) else {
@@ -171,7 +215,10 @@ final class OperationLog {
         written = size
         synced = size
         counterLock.unlock()
+        try? reader?.close()
+        reader = nil
         syncDirectory()
+        return offsets
     }
 
     /// Makes the rename durable: the directory entry is what changed.
@@ -214,12 +261,13 @@ final class OperationLog {
                 CRC32.checksum(bytes[payload..<payload + length]) == crc,
                 let kind = RecordKind(rawValue: bytes[payload])
             else { break }
-            records.append(
-                Record(
-                    kind: kind, seq: readLittleEndian(UInt64.self, bytes, payload + 1),
-                    epoch: readLittleEndian(UInt32.self, bytes, payload + 9),
-                    createdAt: Int64(bitPattern: readLittleEndian(UInt64.self, bytes, payload + 13)),
-                    body: Array(bytes[payload + 21..<payload + length])))
+            var record = Record(
+                kind: kind, seq: readLittleEndian(UInt64.self, bytes, payload + 1),
+                epoch: readLittleEndian(UInt32.self, bytes, payload + 9),
+                createdAt: Int64(bitPattern: readLittleEndian(UInt64.self, bytes, payload + 13)),
+                body: Array(bytes[payload + 21..<payload + length]))
+            record.bodyOffset = UInt64(payload + 21)
+            records.append(record)
             offset = payload + length
         }
         return (records, offset)

@@ -65,6 +65,7 @@ final class Outbox {
             nextSeq = max(nextSeq, record.seq + 1)
         }
         pending = operations.filter { $0.seq > ackedThrough && !isDropped($0) && !doneAhead.contains($0.seq) }
+        for index in pending.indices where pending[index].kind == .event { pending[index].body = [] }
         queuedEvents = pending.count { $0.kind == .event }
     }
 
@@ -118,16 +119,22 @@ final class Outbox {
                 all.append(Record(kind: .dropEvents, seq: dropThrough, epoch: 0, createdAt: 0, body: []))
             }
         }
-        let position = try log.append(all)
+        let (position, offsets) = try log.appendLocating(all)
         if dropThrough > 0 {
             droppedThrough = dropThrough
             droppedEvents += dropped.count
             queuedEvents -= dropped.count
             eventScan = (dropped.last ?? eventScan) + 1
         }
-        for record in records where record.kind != .epoch {
-            pending.append(record)
-            if record.kind == .event { queuedEvents += 1 }
+        for (index, record) in records.enumerated() where record.kind != .epoch {
+            var queued = record
+            if record.kind == .event {
+                // The body is in the file now; memory keeps only where.
+                queued.bodyOffset = offsets[index]
+                queued.body = []
+                queuedEvents += 1
+            }
+            pending.append(queued)
         }
         return position
     }
@@ -149,7 +156,7 @@ final class Outbox {
     /// offline the whole time"), and the anonymous events, sent next through the alias, land on
     /// the person after one `$subscriber.merged`, as Voidhash sends queued links before purchases.
     /// Order within each identity is unchanged.
-    func nextBatch(maxEvents batchLimit: Int, maxBytes: Int) -> Batch? {
+    func nextBatch(maxEvents batchLimit: Int, maxBytes: Int) throws -> Batch? {
         skipDropped()
         guard head < pending.count else { return nil }
         let first = pending[head]
@@ -163,18 +170,25 @@ final class Outbox {
             return Batch(kind: first.kind, epoch: first.epoch, identity: identity, records: [first])
         }
         var records = [first]
-        var bytes = first.body.count
+        var bytes = first.bodyLength
         var index = head + 1
         while index < pending.count, records.count < batchLimit {
             let next = pending[index]
             if let frozenEnd, next.seq > frozenEnd { break }
             guard next.kind == .event, next.epoch == first.epoch else { break }
             if !isDropped(next) {
-                guard bytes + next.body.count <= maxBytes else { break }
+                guard bytes + next.bodyLength <= maxBytes else { break }
                 records.append(next)
-                bytes += next.body.count
+                bytes += next.bodyLength
             }
             index += 1
+        }
+        // One read for the whole batch: its events were appended one after another.
+        let start = records[0].bodyOffset
+        let span = try log.read(from: start, to: records.last!.bodyOffset + UInt64(records.last!.bodyLength))
+        for index in records.indices {
+            let from = Int(records[index].bodyOffset - start)
+            records[index].body = Array(span[from..<from + records[index].bodyLength])
         }
         return Batch(kind: .event, epoch: first.epoch, identity: identity, records: records)
     }
@@ -261,9 +275,23 @@ final class Outbox {
         // ever given out was acknowledged, dropped, or is live, and these two records keep the first two.
         records.append(Record(kind: .ack, seq: ackedThrough, epoch: 0, createdAt: 0, body: []))
         records.append(Record(kind: .dropEvents, seq: droppedThrough, epoch: 0, createdAt: 0, body: []))
-        records.append(contentsOf: live)
-        try log.replace(with: records)
-        pending = Array(live)
+        // Events' bodies come back from the old file for the copy, and leave memory again after.
+        let file = live.contains { $0.kind == .event } ? [UInt8](try Data(contentsOf: log.url)) : []
+        let firstLive = records.count
+        for record in live {
+            var copy = record
+            if record.kind == .event {
+                let from = Int(record.bodyOffset)
+                copy.body = Array(file[from..<from + record.bodyLength])
+            }
+            records.append(copy)
+        }
+        let offsets = try log.replace(with: records)
+        pending = live.enumerated().map { index, record in
+            var moved = record
+            moved.bodyOffset = offsets[firstLive + index]
+            return moved
+        }
         head = 0
         eventScan = 0
     }

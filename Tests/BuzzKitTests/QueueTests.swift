@@ -205,6 +205,34 @@ final class QueueTests: XCTestCase {
         XCTAssertEqual(transport.requests.flatMap(\.eventNames), ["one", "two", "three"])
     }
 
+    func testCompactionWithWorkLeftKeepsEveryQueuedEventAndItsBody() throws {
+        let directory = temporaryStorage()
+        let transport = FakeTransport()
+        let log = directory.appendingPathComponent("queue.log").path
+        func size() -> Int { (try? FileManager.default.attributesOfItem(atPath: log)[.size] as? Int) ?? -1 }
+        do {
+            let client = try makeClient(directory, transport: transport) {
+                $0.durability = .grouped(interval: 1)
+                $0.maxQueuedEvents = 100_000
+            }
+            let pad = JSONValue.string(String(repeating: "p", count: 400))
+            for index in 0..<24_000 { client.track("e\(index)", properties: ["pad": pad]) }
+            let full = size()
+            XCTAssertGreaterThan(full, 8 * 1024 * 1024)
+            for _ in 0..<32 { XCTAssertEqual(client.deliverOnce(), .sent(count: 500)) }
+            XCTAssertLessThan(size(), full / 2, "the acknowledged part was cut off")
+        }
+        let rest = FakeTransport()
+        let client = try makeClient(directory, transport: rest)
+        drain(client, limit: 1000)
+        XCTAssertEqual(transport.requests.flatMap(\.eventNames), (0..<16_000).map { "e\($0)" })
+        XCTAssertEqual(rest.requests.flatMap(\.eventNames), (16_000..<24_000).map { "e\($0)" })
+        let pads = rest.requests.flatMap { $0.json["events"] as? [[String: Any]] ?? [] }.map {
+            ($0["properties"] as? [String: Any])?["pad"] as? String
+        }
+        XCTAssertTrue(pads.allSatisfy { $0?.count == 400 }, "bodies survive the copy intact")
+    }
+
     func testCompactionKeepsNumberingAndIdentity() throws {
         let directory = temporaryStorage()
         let transport = FakeTransport()

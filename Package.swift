@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Every module is `package`-visible only: we publish no library.
+// Every server module is `package`-visible only; the one published library is the BuzzKit SDK (public API).
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),

@@ -14,10 +14,14 @@ private final class SharedClient: @unchecked Sendable {
         return client
     }
 
-    func set(_ new: BuzzKitClient) {
+    /// Makes the client once: a second client on the same files would interleave its appends
+    /// with the first one's.
+    func setOnce(_ make: () -> BuzzKitClient) -> Bool {
         lock.lock()
-        client = new
-        lock.unlock()
+        defer { lock.unlock() }
+        guard client == nil else { return false }
+        client = make()
+        return true
     }
 }
 
@@ -34,7 +38,7 @@ private func withShared(_ call: String, _ body: (BuzzKitClient) -> Void) {
     body(client)
 }
 
-/// Sets up the shared client; call once at launch, before any other call.
+/// Sets up the shared client; call once at launch, before any other call (later calls are ignored).
 /// - Parameters:
 ///   - clientKey: the tenant's `bk_client_…` key (public: it ships in the app).
 ///   - baseURL: the server.
@@ -43,9 +47,11 @@ private func withShared(_ call: String, _ body: (BuzzKitClient) -> Void) {
 public func configure(
     clientKey: String, baseURL: URL, storageDirectory: URL? = nil, configuration: Configuration = Configuration()
 ) {
-    shared.set(
+    let made = shared.setOnce {
         BuzzKitClient(
-            clientKey: clientKey, baseURL: baseURL, storageDirectory: storageDirectory, configuration: configuration))
+            clientKey: clientKey, baseURL: baseURL, storageDirectory: storageDirectory, configuration: configuration)
+    }
+    if !made { configuration.log("BuzzKit.configure called again: the first configuration stays") }
 }
 
 /// `BuzzKitClient.identify(_:email:identityHash:attributes:subscribe:)` on the shared client.

@@ -55,6 +55,7 @@ public final class BuzzKitClient: @unchecked Sendable {
     private let clock: any WallClock
     private let jitter: any JitterSource
     private let delivery: DeliveryThread?
+    private let storageLock: StorageLock
     private var syncTimer: (any DispatchSourceTimer)?
 
     // Retry state of the head batch.
@@ -121,6 +122,7 @@ public final class BuzzKitClient: @unchecked Sendable {
         self.clock = clock
         self.jitter = jitter
         try FileManager.default.createDirectory(at: storageDirectory, withIntermediateDirectories: true)
+        storageLock = try StorageLock(directory: storageDirectory)
         store = configuration.credentialStore ?? FileCredentialStore(directory: storageDirectory)
         device = configuration.device ?? DeviceContext.current(platform: configuration.platform)
         outbox = try Outbox(
@@ -160,7 +162,14 @@ public final class BuzzKitClient: @unchecked Sendable {
         }
     }
 
+    /// Stops sending and releases the storage folder for another client (tests relaunch on it).
+    func close() {
+        delivery?.stop()
+        storageLock.release()
+    }
+
     deinit {
+        storageLock.release()
         delivery?.stop()
         syncTimer?.cancel()
         for observer in observers { NotificationCenter.default.removeObserver(observer) }

@@ -131,8 +131,10 @@ final class IdentityTests: XCTestCase {
             client.logout()
             XCTAssertTrue(seen.insert(client.anonymousId).inserted)
         }
+        let current = client.anonymousId
+        client.close()
         let relaunched = try makeClient(directory, transport: FakeTransport())
-        XCTAssertEqual(relaunched.anonymousId, client.anonymousId)
+        XCTAssertEqual(relaunched.anonymousId, current)
         relaunched.logout()
         XCTAssertFalse(seen.contains(relaunched.anonymousId))
     }

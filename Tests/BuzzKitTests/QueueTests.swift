@@ -62,6 +62,7 @@ final class QueueTests: XCTestCase {
         XCTAssertTrue(client.isDrained)
 
         // Acknowledged work is not sent again after another relaunch.
+        client.close()
         let again = FakeTransport()
         let relaunched = try makeClient(directory, transport: again)
         drain(relaunched)
@@ -184,6 +185,23 @@ final class QueueTests: XCTestCase {
             let mine = events.filter { $0["name"] as? String == "t\(thread)" }
             XCTAssertEqual(mine.compactMap { ($0["properties"] as? [String: Any])?["n"] as? Int }, Array(0..<40))
         }
+    }
+
+    func testOneClientAtATimeOwnsAStorageFolder() throws {
+        let directory = temporaryStorage()
+        let first = try makeClient(directory, transport: FakeTransport())
+        XCTAssertThrowsError(
+            try makeClient(directory, transport: FakeTransport()), "a second owner would interleave appends")
+        // The public initializer never fails: it falls back to a folder of its own.
+        var configuration = Configuration()
+        configuration.log = { _ in }
+        let fallback = BuzzKitClient(
+            clientKey: "bk_client_test", baseURL: URL(string: "http://127.0.0.1:9")!, storageDirectory: directory,
+            configuration: configuration)
+        XCTAssertNotEqual(fallback.storageDirectory, directory)
+        TemporaryFolders.shared.add(fallback.storageDirectory)
+        first.close()
+        XCTAssertNoThrow(try makeClient(directory, transport: FakeTransport()), "free again once closed")
     }
 
     func testATornLastRecordIsCutOffAndTheRestSurvives() throws {

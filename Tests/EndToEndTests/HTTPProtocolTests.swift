@@ -79,6 +79,14 @@ final class HTTPProtocolTests: XCTestCase {
             "invalid_json")
         assertErrorEnvelope(
             try c.send("POST", "/v1/events", body: Array("[1,2]".utf8), headers: headers), 400, "invalid_json")
+        // One body, one reading (API.md §2): a repeated member name, at the top or nested, is not JSON we read.
+        let repeated = #"{"events":[{"name":"a","name":"b"}]}"#
+        let duplicate = try c.send("POST", "/v1/events", body: Array(repeated.utf8), headers: headers)
+        assertErrorEnvelope(duplicate, 400, "invalid_json")
+        XCTAssertTrue(duplicate.text.contains("duplicate member name"), duplicate.text)
+        assertErrorEnvelope(
+            try c.send("POST", "/v1/events", body: Array(#"{"events":[],"events":[]}"#.utf8), headers: headers), 400,
+            "invalid_json")
         headers["Content-Type"] = "text/plain"
         assertErrorEnvelope(
             try c.send("POST", "/v1/events", body: Array("{}".utf8), headers: headers), 415, "unsupported_media_type")

@@ -222,12 +222,12 @@ import Testing
         }
         #expect(test.server.metrics.openConnections == 20)
         // The machine gives up a large read buffer once idle (the per-loop scratch buffer is shared).
-        var machine = ConnectionStateMachine(limits: .init(), now: 0)
+        var machine = ConnectionStateMachine(limits: .init(HTTPServer.Configuration()), now: 0)
         let big =
             Array("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 8000\r\n\r\n".utf8)
             + Array(repeating: 0x61, count: 8000)
         _ = big.withUnsafeBytes { machine.bytesRead($0, now: 0) }
-        _ = machine.responseReady(HTTPResponse(status: .ok), date: "d", now: 0)
+        _ = machine.responseReady(HTTPResponse(status: .ok), now: 0)
         _ = machine.writeCompleted(now: 0)
         #expect(machine.bufferCapacity == 0)
         #expect(MemoryLayout<ConnectionStateMachine>.size < 512)

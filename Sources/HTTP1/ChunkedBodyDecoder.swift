@@ -65,8 +65,8 @@ package struct ChunkedBodyDecoder: Sendable {
 
     /// - Parameters:
     ///   - limits: `maxTrailerBytes` (431 beyond it) and `maxChunkExtensionBytes` (400 beyond it).
-    ///   - maxBodyBytes: the body limit, checked against each declared size as it is read, so
-    ///     `40000000\r\n` is refused at once rather than after waiting for its bytes.
+    ///   - maxBodyBytes: the body limit, checked against each declared size once its digits end,
+    ///     so `40000000\r\n` is refused at once rather than after waiting for its bytes.
     package init(limits: HTTPParserLimits = HTTPParserLimits(), maxBodyBytes: Int = .max) {
         maxTrailerBytes = limits.maxTrailerBytes
         maxExtensionBytes = limits.maxChunkExtensionBytes
@@ -129,11 +129,14 @@ package struct ChunkedBodyDecoder: Sendable {
                 let (sum, o2) = times16.addingReportingOverflow(v)
                 if o1 || o2 { return .chunkSizeOverflow }
                 remaining = sum
-                // A declared size is a promise of bytes: over the limit, refuse it now (API.md §10).
-                if remaining > maxBodyBytes - earlierChunks { return .payloadTooLarge }
                 return nil
             }
             if digits == 0 { return .chunkSizeNotHex }
+            // A well-formed size is a promise of bytes: past the limit, refuse it as soon as its
+            // digits end, before any data (API.md §10). A malformed one stays a 400.
+            if b == HTTPBytes.semicolon || b == HTTPBytes.cr, remaining > maxBodyBytes - earlierChunks {
+                return .payloadTooLarge
+            }
             switch b {
             case HTTPBytes.semicolon:
                 extensionBytes = 0

@@ -92,7 +92,12 @@ let chunkedCases: [ChunkedCase] = [
     .init("bare CR as final line", "0\r\n\rX", .error(.bareCRAtEndOfBody)),
     // A declared size is refused as soon as it passes the body limit (API.md §10), before its data.
     .init("declared size over the limit", "40000000\r\n", .error(.payloadTooLarge), maxBodyBytes: 1 << 20),
-    .init("declared size over the limit, line unfinished", "100001", .error(.payloadTooLarge), maxBodyBytes: 1 << 20),
+    .init(
+        "declared size over the limit, before extensions", "100001;x=1\r\n", .error(.payloadTooLarge),
+        maxBodyBytes: 1 << 20),
+    .init("size over the limit, digits unfinished", "100001", .progress(""), maxBodyBytes: 1 << 20),
+    .init("size over the limit but malformed", "100001x\r\n", .error(.invalidAfterChunkSize), maxBodyBytes: 1 << 20),
+    .init("size overflow over the limit", "FFFFFFFFFFFFFFFFFF\r\n", .error(.chunkSizeOverflow), maxBodyBytes: 1 << 20),
     .init("size at the limit", "100000\r\n", .progress(""), maxBodyBytes: 1 << 20),
     .init("sizes adding up over the limit", "5\r\nhello\r\n6\r\n", .error(.payloadTooLarge), maxBodyBytes: 10),
     .init(

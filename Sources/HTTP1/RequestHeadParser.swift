@@ -398,11 +398,8 @@ struct RequestHeadScanner {
             while bytes[colon] != HTTPBytes.colon { colon += 1 }
             var lineEnd = colon + 1
             while bytes[lineEnd] != HTTPBytes.cr { lineEnd += 1 }
-            var start = colon + 1
-            var end = lineEnd
-            while start < end, HTTPBytes.isOWS(bytes[start]) { start += 1 }
-            while end > start, HTTPBytes.isOWS(bytes[end - 1]) { end -= 1 }
-            list.append((name: string(lineStart, colon), value: string(start, end)))
+            let value = trimmingOWS(bytes, (colon + 1)..<lineEnd)
+            list.append((name: string(lineStart, colon), value: string(value.lowerBound, value.upperBound)))
             lineStart = lineEnd + 2
         }
         let headers = HTTPHeaders(list)

@@ -96,7 +96,6 @@ private func checkHead(_ bytes: UnsafeRawBufferPointer, limits: HTTPParserLimits
     precondition(again.kind == 0 && again.head == whole.head, "round trip: \(again) vs \(whole)")
 
     var response: [UInt8] = []
-    serializeResponseHead(version: head.version, status: .ok, headers: head.headers, into: &response)
     let framing = HTTPResponseFraming(
         requestVersion: head.version, isHead: head.method == .HEAD, closing: !head.keepAlive,
         gzip: head.headers.acceptsGzip)

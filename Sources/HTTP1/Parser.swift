@@ -1,6 +1,6 @@
-// Entry points of the wire format: request head, body framing, chunked decoding, response head.
-// Implementations live in RequestHeadParser.swift, BodyFraming.swift, ChunkedBodyDecoder.swift
-// and ResponseHead.swift.
+// Entry points of the wire format: request head and body framing. Implementations live in
+// RequestHeadParser.swift and BodyFraming.swift; chunked decoding in ChunkedBodyDecoder.swift,
+// the response serializer in ResponseHead.swift.
 
 /// The outcome of one parse attempt over the bytes received so far.
 package enum HTTPHeadParseResult: Sendable {
@@ -46,17 +46,4 @@ package func parseRequestHead(
 /// (RFC 9112 §6.3 item 5); any difference is 400.
 package func bodyFraming(of head: HTTPRequestHead) -> Result<HTTPBodyFraming, HTTPParseError> {
     bodyFramingImpl(of: head)
-}
-
-/// Serialises a response head: status line, headers, blank line.
-///
-/// CR and LF inside names or values are written as SP, so a header can never split the response.
-/// ```swift
-/// serializeResponseHead(version: .http1_1, status: .ok, headers: ["Content-Length": "2"], into: &out)
-/// // "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n"
-/// ```
-package func serializeResponseHead(
-    version: HTTPVersion, status: HTTPStatus, headers: HTTPHeaders, into buffer: inout [UInt8]
-) {
-    serializeResponseHeadImpl(version: version, status: status, headers: headers, into: &buffer)
 }

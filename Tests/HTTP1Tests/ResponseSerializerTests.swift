@@ -77,6 +77,28 @@ struct ResponseSerializerTests {
         )
     }
 
+    @Test("every status the parser and the server produce has its reason phrase")
+    func reasonPhrases() {
+        let lines: [(HTTPStatus, String)] = [
+            (.badRequest, "400 Bad Request"), (.requestTimeout, "408 Request Timeout"),
+            (.payloadTooLarge, "413 Content Too Large"), (.uriTooLong, "414 URI Too Long"),
+            (.unsupportedMediaType, "415 Unsupported Media Type"),
+            (.headersTooLarge, "431 Request Header Fields Too Large"), (.notImplemented, "501 Not Implemented"),
+            (.serviceUnavailable, "503 Service Unavailable"),
+            (.httpVersionNotSupported, "505 HTTP Version Not Supported"),
+        ]
+        for (status, line) in lines {
+            #expect(serialize(status).hasPrefix("prefix|HTTP/1.1 \(line)\r\n"))
+        }
+    }
+
+    @Test("CR, LF and NUL in a name or value cannot split the response")
+    func noSplitting() {
+        #expect(
+            serialize(.ok, ["X-Echo": "a\r\nSet-Cookie: x=1", "X\nY": "b\u{0}c"])
+                .hasPrefix("prefix|HTTP/1.1 200 OK\r\nX-Echo: a  Set-Cookie: x=1\r\nX Y: b c\r\n"))
+    }
+
     @Test("the interim 100 response")
     func interim() {
         #expect(String(decoding: continueResponseBytes, as: UTF8.self) == "HTTP/1.1 100 Continue\r\n\r\n")

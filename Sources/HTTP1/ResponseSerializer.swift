@@ -55,7 +55,7 @@ package func serializeResponse(
     let bodyless = (100..<200).contains(code) || code == 204
     let writesBody = !bodyless && !framing.isHead
     output.reserveCapacity(output.count + 256 + (writesBody ? body.count : 0))
-    appendStatusLine(version: .http1_1, status: status, to: &output)
+    appendStatusLine(status, to: &output)
     var hasDate = false
     var variesByEncoding = false
     // The response's own fields are written straight into the output, minus the framing ones
@@ -95,27 +95,9 @@ package func serializeResponse(
     if writesBody { output.append(contentsOf: body) }
 }
 
-func serializeResponseHeadImpl(
-    version: HTTPVersion, status: HTTPStatus, headers: HTTPHeaders, into buffer: inout [UInt8]
-) {
-    buffer.reserveCapacity(buffer.count + 32 + headers.count * 40)
-    appendStatusLine(version: version, status: status, to: &buffer)
-    for field in headers { appendHeaderField(name: field.name, value: field.value, to: &buffer) }
-    buffer.append(HTTPBytes.cr)
-    buffer.append(HTTPBytes.lf)
-}
-
-/// `HTTP/1.1 200 OK\r\n`.
-package func appendStatusLine(version: HTTPVersion, status: HTTPStatus, to buffer: inout [UInt8]) {
-    if version == .http1_1 {
-        buffer.append(contentsOf: "HTTP/1.1 ".utf8)  // the only version we answer with: no number formatting
-    } else {
-        buffer.append(contentsOf: "HTTP/".utf8)
-        buffer.append(contentsOf: String(version.major).utf8)
-        buffer.append(0x2E)
-        buffer.append(contentsOf: String(version.minor).utf8)
-        buffer.append(HTTPBytes.sp)
-    }
+/// `HTTP/1.1 200 OK\r\n`: we answer every request as 1.1, its highest version (RFC 9110 §6.2).
+func appendStatusLine(_ status: HTTPStatus, to buffer: inout [UInt8]) {
+    buffer.append(contentsOf: "HTTP/1.1 ".utf8)
     buffer.append(contentsOf: String(status.code).utf8)  // a small String: no allocation
     buffer.append(HTTPBytes.sp)
     buffer.append(contentsOf: status.reasonPhrase.utf8)
@@ -124,7 +106,7 @@ package func appendStatusLine(version: HTTPVersion, status: HTTPStatus, to buffe
 }
 
 /// `Name: value\r\n`, sanitised like every field we write.
-package func appendHeaderField(name: String, value: String, to buffer: inout [UInt8]) {
+func appendHeaderField(name: String, value: String, to buffer: inout [UInt8]) {
     appendSanitized(name, to: &buffer)
     buffer.append(HTTPBytes.colon)
     buffer.append(HTTPBytes.sp)

@@ -13,6 +13,7 @@ package struct HTTPResponseFraming: Hashable, Sendable {
     /// The body given is gzip-encoded: `Content-Encoding: gzip` and `Vary: Accept-Encoding`.
     package var gzip: Bool
 
+    /// A framing; the connection state machine makes these, tests compare them.
     package init(requestVersion: HTTPVersion, isHead: Bool, closing: Bool, gzip: Bool) {
         self.requestVersion = requestVersion
         self.isHead = isHead

@@ -44,10 +44,13 @@ let package = Package(
             name: "Storage", dependencies: ["Identity", "SQLite"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         .target(
+            name: "PostgresStorage", dependencies: ["Identity", "Postgres", "JSON"],
+            swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
+        .target(
             name: "API", dependencies: ["HTTPServer", "Identity", "JSON"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         .executableTarget(
-            name: "CLI", dependencies: ["API", "Storage", "SQLite"],
+            name: "CLI", dependencies: ["API", "Storage", "SQLite", "PostgresStorage"],
             swiftSettings: swiftSettings),
 
         // MARK: - Tests

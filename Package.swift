@@ -55,7 +55,8 @@ let package = Package(
 
         // MARK: - Tests
         .target(
-            name: "TestSupport", dependencies: ["API", "Identity", "Storage", "HTTP1", "HTTPServer", "Postgres"],
+            name: "TestSupport",
+            dependencies: ["API", "Identity", "Storage", "HTTP1", "HTTPServer", "Postgres", "PostgresStorage"],
             path: "Tests/TestSupport", swiftSettings: swiftSettings),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(

@@ -21,6 +21,8 @@ package final class InProcessApp: @unchecked Sendable {
     package let store: any IdentityStore & StoreLifecycle
     package let application: Application
     private let testStore: TestStore
+    /// The `--database` value of the store: a SQLite path or a PostgreSQL URL.
+    package var database: String { testStore.database }
     /// A workspace key made for this app, for `POST /v1/tenants`.
     package let workspaceKey: String
     package let workspaceID: String
@@ -39,6 +41,19 @@ package final class InProcessApp: @unchecked Sendable {
         let issued = try store.writeAndWait { ctx in try Tenancy.createWorkspace(name: "test", in: ctx, now: now) }
         workspaceKey = issued.plaintext
         workspaceID = issued.record.workspaceID
+        var quiet = configuration
+        quiet.logLevel = .error
+        application = Application(store: store, configuration: quiet, clock: clock)
+    }
+
+    /// A second app on the same PostgreSQL database as `other`: another server, in process,
+    /// with its own store, pool and caches. The workspace key of `other` works on both.
+    package init(sharing other: InProcessApp, configuration: ApplicationConfiguration = .init()) throws {
+        testStore = try TestStore(sharing: other.testStore)
+        store = testStore.store
+        clock = other.clock
+        workspaceKey = other.workspaceKey
+        workspaceID = other.workspaceID
         var quiet = configuration
         quiet.logLevel = .error
         application = Application(store: store, configuration: quiet, clock: clock)

@@ -49,11 +49,29 @@ package final class TestStore: @unchecked Sendable {
             var configuration = PostgresIdentityStore.Configuration(url: created.url)
             configuration.poolSize = 4
             configuration.usageFlushInterval = .milliseconds(200)
-            store = try PostgresIdentityStore(configuration: configuration)
+            let store = try PostgresIdentityStore(configuration: configuration)
+            // The listener for other servers' auth changes and the usage flush, as `serve` runs them.
+            try store.startMaintenance()
+            self.store = store
             database = created.url
             postgres = created
             directory = nil
         }
+    }
+
+    /// A second PostgreSQL store on the database of `other`, as a second server would open it;
+    /// the database stays `other`'s to drop.
+    package init(sharing other: TestStore) throws {
+        guard other.postgres != nil else { throw TestFailure("only a PostgreSQL database can be shared") }
+        var configuration = PostgresIdentityStore.Configuration(url: other.database)
+        configuration.poolSize = 4
+        configuration.usageFlushInterval = .milliseconds(200)
+        let store = try PostgresIdentityStore(configuration: configuration)
+        try store.startMaintenance()
+        self.store = store
+        database = other.database
+        postgres = nil
+        directory = nil
     }
 
     /// Closes the store and removes its database.

@@ -71,7 +71,8 @@ let package = Package(
             name: "IdentityTests", dependencies: ["Identity", "JSON", "Crypto"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "StorageTests", dependencies: ["Storage", "Identity", "SQLite", "TestSupport"],
+            name: "StorageTests",
+            dependencies: ["Storage", "Identity", "SQLite", "TestSupport", "Postgres", "PostgresStorage"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "APITests",

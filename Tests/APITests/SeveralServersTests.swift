@@ -184,4 +184,22 @@ final class SeveralServersTests {
         // Coherent afterwards: a revoke on A still reaches B within the second.
         try aKeyRevokedOnOneServerIsRefusedOnTheOtherWithinASecond()
     }
+
+    @Test func requestsAfterTheDatabaseDroppedEveryConnectionSucceed() throws {
+        expectOK(
+            try a.send("PUT", "/v1/subscribers/user_r", json: ["attributes": ["n": 1]], headers: tenant.backend), 201)
+        // Every session of this database ends, as in a database restart: the pools hold dead connections.
+        let name = try #require(a.database.split(separator: "/").last?.split(separator: "?").first.map(String.init))
+        let admin = try Connection(url: try #require(PostgresTestDatabase.serverURL))
+        let ended = try admin.query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+            [name])
+        #expect(ended.count > 2)
+        // A write before COMMIT was sent is safe to run again on a fresh connection; a read too.
+        expectOK(
+            try a.send(
+                "PATCH", "/v1/subscribers/user_r/attributes", json: ["attributes": ["n": 2]], headers: tenant.backend))
+        let read = try a.send("GET", "/v1/subscribers/user_r", headers: tenant.backend)
+        #expect((read.subscriber?["attributes"] as? [String: Any])?["n"] as? Int == 2, "\(read.text)")
+    }
 }

@@ -171,6 +171,9 @@ final class SeveralServersTests {
         // End both servers' LISTEN sessions, as a database restart or a network cut would.
         let name = try #require(a.database.split(separator: "/").last?.split(separator: "?").first.map(String.init))
         let admin = try Connection(url: try #require(PostgresTestDatabase.serverURL))
+        // The listeners connect on their own threads: wait until both listen.
+        let listening = "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'LISTEN%'"
+        for _ in 0..<250 where try admin.queryOne(listening, [name])!.int(0) < 2 { usleep(20_000) }
         let terminated = try admin.query(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'LISTEN%'",
             [name])

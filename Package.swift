@@ -76,7 +76,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "APITests",
-            dependencies: ["API", "TestSupport", "Identity", "JSON", "HTTP1", "HTTPServer", "Storage", "Postgres"],
+            dependencies: [
+                "API", "TestSupport", "Identity", "JSON", "HTTP1", "HTTPServer", "Storage", "SQLite", "Postgres",
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "EndToEndTests", dependencies: ["CLI", "TestSupport", "Identity", "JSON", "HTTP1", "Postgres"],

@@ -13,8 +13,8 @@ import Testing
         "anon_" + String((person + String(repeating: "0", count: 21)).prefix(21))
     }
 
-    @Test func maxAliasesIsASettingWithItsDefault() throws {
-        let app = try InProcessApp()
+    @Test(arguments: StoreKind.available) func maxAliasesIsASettingWithItsDefault(_ store: StoreKind) throws {
+        let app = try InProcessApp(store: store)
         defer { app.close() }
         let tenant = try app.createTenant()
         let settings = try app.send("GET", "/v1/tenant", headers: tenant.backend)
@@ -29,8 +29,8 @@ import Testing
         #expect(patched.tenant?["maxAliases"] as? Int == 3)
     }
 
-    @Test func mergesPastTheCapAreRefusedAndCounted() throws {
-        let app = try InProcessApp()
+    @Test(arguments: StoreKind.available) func mergesPastTheCapAreRefusedAndCounted(_ store: StoreKind) throws {
+        let app = try InProcessApp(store: store)
         defer { app.close() }
         let tenant = try app.createTenant()
         expectOK(try app.send("PATCH", "/v1/tenant", json: ["maxAliases": 3], headers: tenant.backend))

@@ -56,7 +56,7 @@ let package = Package(
             name: "API", dependencies: ["HTTPServer", "Identity", "JSON", "Threads"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         .executableTarget(
-            name: "CLI", dependencies: ["API", "Storage", "SQLite", "PostgresStorage", "WebhookSigning"],
+            name: "CLI", dependencies: ["API", "Storage", "SQLite", "PostgresStorage", "WebhookSigning", "Threads"],
             swiftSettings: swiftSettings),
 
         // MARK: - Webhooks: signing and the outbound HTTP client the delivery worker plugs in

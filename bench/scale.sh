@@ -116,8 +116,33 @@ SQL
         "SELECT 'rows', (SELECT count(*) FROM subscribers), (SELECT count(*) FROM events), (SELECT count(*) FROM aliases), (SELECT page_count * page_size FROM pragma_page_count, pragma_page_size)" \
         >"$OUT/$name-rows.tsv"
 }
+# steps NAME: the reads the server runs for each latency figure, each in a fresh sqlite3 process
+# (`.stats on`): virtual-machine steps and pages read are exact, whatever the machine's load, so
+# they show whether a read's work grows with the data. SQL copied from SQLiteContext.swift.
+steps() {
+    local name=$1 db=$WORK/$1.sqlite tenant
+    tenant=$(python3 -c "import json; print(json.load(open('$WORK/$name-tenant.json'))['tenant']['id'])")
+    local cols="key, tenant_id, id, anonymous, verified, email, email_subscribed, last_seq, event_count, created_at, updated_at"
+    local keys
+    keys=$(sqlite3 "$db" "SELECT json_group_array(key) FROM (SELECT key FROM subscribers WHERE key > 499900 ORDER BY key LIMIT 100)")
+    while IFS='|' read -r figure sql; do
+        printf '.stats on\n%s;\n' "$sql" | sqlite3 "$db" >"$WORK/stats.txt"
+        record "steps_$figure" "$name" 1 "$(awk -F: '/Virtual Machine Steps/ {gsub(/ /,"",$2); print $2}' "$WORK/stats.txt")"
+        record "pages_$figure" "$name" 1 "$(awk -F: '/Page cache misses/ {gsub(/ /,"",$2); print $2}' "$WORK/stats.txt")"
+    done <<EOF2
+by_alias|SELECT s.key, s.id, s.last_seq FROM aliases AS a JOIN subscribers AS s ON s.key = a.subscriber_key WHERE a.tenant_id = '$tenant' AND a.alias = 'user_000778' AND s.retired = 0
+list_first|SELECT $cols FROM subscribers WHERE tenant_id = '$tenant' AND key > 0 AND (NULL IS NULL OR anonymous = NULL) AND (NULL IS NULL OR verified = NULL) AND retired = 0 ORDER BY key LIMIT 101
+list_page5000|SELECT $cols FROM subscribers WHERE tenant_id = '$tenant' AND key > 499900 AND (NULL IS NULL OR anonymous = NULL) AND (NULL IS NULL OR verified = NULL) AND retired = 0 ORDER BY key LIMIT 101
+page_attributes|SELECT subscriber_key, name, value, set_by_backend FROM attributes WHERE subscriber_key IN (SELECT value FROM json_each('$keys')) ORDER BY subscriber_key, name
+page_devices|SELECT subscriber_key, device_id, platform, app_version, os_version, model, locale, time_zone, last_seen_at FROM devices WHERE subscriber_key IN (SELECT value FROM json_each('$keys')) ORDER BY subscriber_key, last_seen_at DESC, device_id
+timeline_start|SELECT seq, client_id, name, timestamp, received_at, properties FROM events WHERE subscriber_key = 1 AND seq > 0 ORDER BY seq LIMIT 101
+timeline_end|SELECT seq, client_id, name, timestamp, received_at, properties FROM events WHERE subscriber_key = 1 AND seq > $((HEAVY - LIMIT)) ORDER BY seq LIMIT 101
+EOF2
+}
 seed small "$SMALL" $((EVENTS * SMALL / LARGE))
 seed large "$LARGE" "$EVENTS"
+steps small
+steps large
 
 # --- one server at a time (one server per SQLite file; the two sizes take turns) ------------
 # start NAME CACHE_MIB RUN: starts serve, records the time to the first /readyz 200 and the RSS then.
@@ -125,16 +150,22 @@ start() {
     local name=$1 cache=$2 run=$3
     printf '{"logLevel": "warn", "clientKeyRatePerSecond": 0, "snapshotCacheMiB": %d}\n' "$cache" >"$WORK/config.json"
     sync
+    # A new file per start: the shell truncates a reused one only once the child runs, and a
+    # read before that would find the previous server's port.
+    local log=$WORK/server-$name-$cache-$run.out port="" tries=0
     local t0=$(date +%s%N)
     "$BUZZKIT" serve --port 0 --database "$WORK/$name.sqlite" --config "$WORK/config.json" \
-        >"$WORK/server.out" 2>>"$OUT/server-$name.log" &
+        >"$log" 2>>"$OUT/server-$name.log" &
     SERVER_PID=$!
-    local port=""
     while [ -z "$port" ]; do
-        port=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$WORK/server.out")
+        port=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$log" 2>/dev/null)
         [ -n "$port" ] || sleep 0.005
+        tries=$((tries + 1)); [ "$tries" -lt 6000 ] || { echo "serve did not start"; exit 1; }
     done
-    until curl -sf -o /dev/null "http://127.0.0.1:$port/readyz"; do sleep 0.005; done
+    until curl -sf -o /dev/null "http://127.0.0.1:$port/readyz"; do
+        sleep 0.005
+        tries=$((tries + 1)); [ "$tries" -lt 6000 ] || { echo "/readyz never answered 200"; exit 1; }
+    done
     local ms=$((($(date +%s%N) - t0) / 1000000))
     record ready_ms "$name" "$run" "$ms"
     record rss_ready_kib "$name" "$run" "$(awk '/^VmRSS/ {print $2}' "/proc/$SERVER_PID/status")"

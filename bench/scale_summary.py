@@ -48,6 +48,13 @@ for figure, label in [("rss_ready_kib", "RSS at ready"), ("rss_idle_kib", "RSS i
     lmax = max(rows.get((figure, "large"), [0]))
     print(f"| {label} (max on large {lmax / 1024:.0f} MiB) | {fmt(s / 1024, ' MiB')} | {fmt(l / 1024, ' MiB')} "
           f"| {l / s:.2f} | ≤ 128 MiB (64 + 64 cache) | {'yes' if lmax <= 128 * 1024 else '**no**'} |")
+steps = sorted({f[len("steps_"):] for f, _ in rows if f.startswith("steps_")})
+if steps:
+    print("\n| read (one statement, fresh connection) | VM steps small / large | pages read small / large |")
+    print("|---|---|---|")
+    for q in steps:
+        print(f"| {q} | {fmt(med('steps_' + q, 'small'))} / {fmt(med('steps_' + q, 'large'))} "
+              f"| {fmt(med('pages_' + q, 'small'))} / {fmt(med('pages_' + q, 'large'))} |")
 for size in ("small", "large"):
     print(f"\nseed {size}: {fmt(med('seed_ms', size) / 1000, ' s')}")
 

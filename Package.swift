@@ -44,8 +44,10 @@ let package = Package(
         .target(
             name: "API", dependencies: ["HTTPServer", "Identity", "JSON"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
+        // `buzzkit copy`: one reader and one writer per engine behind a small seam.
+        .target(name: "StoreCopy", dependencies: ["SQLite"], swiftSettings: swiftSettings),
         .executableTarget(
-            name: "CLI", dependencies: ["API", "Storage", "SQLite"],
+            name: "CLI", dependencies: ["API", "Storage", "SQLite", "StoreCopy"],
             swiftSettings: swiftSettings),
 
         // MARK: - Tests

@@ -19,6 +19,7 @@ let package = Package(
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+        .systemLibrary(name: "CPostgreSQL", path: "Sources/CPostgreSQL"),
 
         // MARK: - Wire format, event loop, server
         .target(name: "HTTP1", swiftSettings: swiftSettings),
@@ -30,6 +31,7 @@ let package = Package(
         // MARK: - Storage engine and crypto primitives
         .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: swiftSettings),
         .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
+        .target(name: "Postgres", dependencies: ["CPostgreSQL"], swiftSettings: swiftSettings),
         .target(name: "JSON", swiftSettings: swiftSettings),
 
         // MARK: - Domain, its SQLite store, the API, the executable
@@ -52,13 +54,15 @@ let package = Package(
 
         // MARK: - Tests
         .target(
-            name: "TestSupport", dependencies: ["API", "Identity", "Storage", "HTTP1", "HTTPServer"],
+            name: "TestSupport", dependencies: ["API", "Identity", "Storage", "HTTP1", "HTTPServer", "Postgres"],
             path: "Tests/TestSupport", swiftSettings: swiftSettings),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP1", "Reactor"],
             swiftSettings: swiftSettings),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "CSQLite"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], swiftSettings: swiftSettings),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: swiftSettings),
         .testTarget(

@@ -47,7 +47,7 @@ let package = Package(
             name: "API", dependencies: ["HTTPServer", "Identity", "JSON"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         // `buzzkit copy`: one reader and one writer per engine behind a small seam.
-        .target(name: "StoreCopy", dependencies: ["SQLite"], swiftSettings: swiftSettings),
+        .target(name: "StoreCopy", dependencies: ["SQLite", "Postgres", "JSON"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "CLI", dependencies: ["API", "Storage", "SQLite", "StoreCopy"],
             swiftSettings: swiftSettings),
@@ -76,7 +76,7 @@ let package = Package(
             dependencies: ["API", "TestSupport", "Identity", "JSON", "HTTP1", "HTTPServer", "Storage"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "StoreCopyTests", dependencies: ["StoreCopy", "SQLite", "Storage"], swiftSettings: swiftSettings),
+            name: "StoreCopyTests", dependencies: ["StoreCopy", "SQLite", "Storage", "Postgres", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "EndToEndTests", dependencies: ["CLI", "TestSupport", "Identity", "JSON", "HTTP1"],
             swiftSettings: swiftSettings),

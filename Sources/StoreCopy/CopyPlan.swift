@@ -48,11 +48,9 @@ package struct CopyTable: Sendable, Hashable {
     /// The primary key, a prefix-free subset of `columns`: rows are read in this order, a batch
     /// at a time after the last key seen (keyset pagination, so no batch costs an OFFSET scan).
     package var key: [String]
-    /// A condition over the table (as `t`) and `subscribers` (as `s`, when `joinsSubscriber`)
-    /// that a row must meet to be copied.
-    package var filter: String?
-    /// The filter reads the row's subscriber through `subscriber_key`.
-    package var joinsSubscriber = false
+    /// Only rows of subscribers that are not retired: the subscriber itself (`subscribers`) or
+    /// the one `subscriber_key` names.
+    package var liveSubscribersOnly = false
     /// Per engine: the sequence whose next value must pass the copied keys (PostgreSQL only).
     package var serialColumn: String?
 
@@ -94,60 +92,66 @@ package enum CopyPlan {
                 .init("verified", .boolean), .init("email", .text), .init("email_subscribed", .boolean),
                 .init("last_seq", .integer), .init("event_count", .integer), .init("created_at", .integer),
                 .init("updated_at", .integer),
-            ], key: ["key"], filter: "t.retired = 0", serialColumn: "key"),
+            ], key: ["key"], liveSubscribersOnly: true, serialColumn: "key"),
         CopyTable(
             kind: "aliases", name: "aliases",
             columns: [.init("tenant_id", .text), .init("alias", .text), .init("subscriber_key", .integer)],
-            key: ["tenant_id", "alias"], filter: "s.retired = 0", joinsSubscriber: true),
+            key: ["tenant_id", "alias"], liveSubscribersOnly: true),
         CopyTable(
             kind: "attributes", name: "attributes",
             columns: [
                 .init("subscriber_key", .integer), .init("name", .text), .init("value", .json),
                 .init("set_by_backend", .boolean),
-            ], key: ["subscriber_key", "name"], filter: "s.retired = 0", joinsSubscriber: true),
+            ], key: ["subscriber_key", "name"], liveSubscribersOnly: true),
         CopyTable(
             kind: "events", name: "events",
             columns: [
                 .init("subscriber_key", .integer), .init("seq", .integer), .init("client_id", .text),
                 .init("name", .text), .init("timestamp", .integer), .init("received_at", .integer),
                 .init("properties", .json),
-            ], key: ["subscriber_key", "seq"], filter: "s.retired = 0", joinsSubscriber: true),
+            ], key: ["subscriber_key", "seq"], liveSubscribersOnly: true),
         CopyTable(
             kind: "push subscriptions", name: "push_subscriptions",
             columns: [
                 .init("tenant_id", .text), .init("device_id", .text), .init("subscriber_key", .integer),
                 .init("token", .text), .init("platform", .text), .init("created_at", .integer),
                 .init("updated_at", .integer),
-            ], key: ["tenant_id", "device_id"], filter: "s.retired = 0", joinsSubscriber: true),
+            ], key: ["tenant_id", "device_id"], liveSubscribersOnly: true),
         CopyTable(
             kind: "preferences", name: "preferences",
             columns: [
                 .init("subscriber_key", .integer), .init("topic", .text), .init("subscribed", .boolean),
                 .init("updated_at", .integer),
-            ], key: ["subscriber_key", "topic"], filter: "s.retired = 0", joinsSubscriber: true),
+            ], key: ["subscriber_key", "topic"], liveSubscribersOnly: true),
         CopyTable(
             kind: "devices", name: "devices",
             columns: [
                 .init("subscriber_key", .integer), .init("device_id", .text), .init("platform", .text),
                 .init("app_version", .text), .init("os_version", .text), .init("model", .text),
                 .init("locale", .text), .init("time_zone", .text), .init("last_seen_at", .integer),
-            ], key: ["subscriber_key", "device_id"], filter: "s.retired = 0", joinsSubscriber: true),
+            ], key: ["subscriber_key", "device_id"], liveSubscribersOnly: true),
     ]
 }
 
 // MARK: - SQL shared by both engines
 
 extension CopyTable {
-    /// `FROM …` with the subscriber join and the filter, ready for a keyset condition after
-    /// `WHERE (` … `)`; both engines accept the same text.
-    var fromClause: String {
+    /// The table joins `subscribers` (as `s`) to see whether the row's subscriber is retired.
+    var joinsSubscriber: Bool { liveSubscribersOnly && name != "subscribers" }
+
+    /// `FROM …` with the subscriber join when the filter needs it; both engines accept the text.
+    func fromClause(retiredColumn: Bool) -> String {
         var from = "FROM \(name) t"
-        if joinsSubscriber { from += " JOIN subscribers s ON s.key = t.subscriber_key" }
+        if joinsSubscriber && retiredColumn { from += " JOIN subscribers s ON s.key = t.subscriber_key" }
         return from
     }
 
-    /// The filter as a `WHERE` term, or `TRUE`.
-    var filterCondition: String { filter ?? "1 = 1" }
+    /// The row filter as a `WHERE` term. `CAST(… AS BOOLEAN)` reads a 0/1 integer (SQLite) and a
+    /// boolean (PostgreSQL) alike; a schema without the column retires nothing.
+    func filterCondition(retiredColumn: Bool) -> String {
+        guard liveSubscribersOnly && retiredColumn else { return "1 = 1" }
+        return "NOT CAST(\(name == "subscribers" ? "t" : "s").retired AS BOOLEAN)"
+    }
 
     /// `(t.a, t.b) > (p1, p2)` for the keyset, given each placeholder's text.
     func keysetCondition(placeholders: [String]) -> String {

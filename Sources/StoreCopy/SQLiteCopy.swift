@@ -36,12 +36,13 @@ package final class SQLiteCopySource: CopySource {
     }
 
     package func count(_ table: CopyTable) throws -> Int {
-        let sql = "SELECT count(*) \(table.fromClause) WHERE \(table.filterCondition)"
+        let sql =
+            "SELECT count(*) \(table.fromClause(retiredColumn: true)) WHERE \(table.filterCondition(retiredColumn: true))"
         return Int(try db.queryOne(sql)?.int(0) ?? 0)
     }
 
     package func rows(_ table: CopyTable, after: [CopyValue]?, limit: Int) throws -> [[CopyValue]] {
-        var conditions = [table.filterCondition]
+        var conditions = [table.filterCondition(retiredColumn: true)]
         var arguments: [any SQLiteBindable] = []
         if let after {
             conditions.append(table.keysetCondition(placeholders: after.map { _ in "?" }))
@@ -50,7 +51,7 @@ package final class SQLiteCopySource: CopySource {
         arguments.append(limit)
         let columns = table.columns.map { "t.\($0.name)" }.joined(separator: ", ")
         let sql = """
-            SELECT \(columns) \(table.fromClause) WHERE \(conditions.joined(separator: " AND "))
+            SELECT \(columns) \(table.fromClause(retiredColumn: true)) WHERE \(conditions.joined(separator: " AND "))
             ORDER BY \(table.orderBy) LIMIT ?
             """
         return try db.query(sql, arguments).map { row in

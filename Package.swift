@@ -76,7 +76,8 @@ let package = Package(
             dependencies: ["API", "TestSupport", "Identity", "JSON", "HTTP1", "HTTPServer", "Storage"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "StoreCopyTests", dependencies: ["StoreCopy", "SQLite", "Storage", "Postgres", "TestSupport"], swiftSettings: swiftSettings),
+            name: "StoreCopyTests", dependencies: ["StoreCopy", "SQLite", "Storage", "Postgres", "TestSupport"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "EndToEndTests", dependencies: ["CLI", "TestSupport", "Identity", "JSON", "HTTP1"],
             swiftSettings: swiftSettings),

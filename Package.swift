@@ -44,12 +44,15 @@ let package = Package(
             name: "Storage", dependencies: ["Identity", "SQLite"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         .target(
+            name: "PostgresStorage", dependencies: ["Identity", "Postgres", "JSON"],
+            swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
+        .target(
             name: "API", dependencies: ["HTTPServer", "Identity", "JSON"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         // `buzzkit copy`: one reader and one writer per engine behind a small seam.
         .target(name: "StoreCopy", dependencies: ["SQLite", "Postgres", "JSON"], swiftSettings: swiftSettings),
         .executableTarget(
-            name: "CLI", dependencies: ["API", "Storage", "SQLite", "StoreCopy"],
+            name: "CLI", dependencies: ["API", "Storage", "SQLite", "PostgresStorage", "StoreCopy"],
             swiftSettings: swiftSettings),
 
         // MARK: - Tests
@@ -76,7 +79,8 @@ let package = Package(
             dependencies: ["API", "TestSupport", "Identity", "JSON", "HTTP1", "HTTPServer", "Storage"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "StoreCopyTests", dependencies: ["StoreCopy", "SQLite", "Storage", "Postgres", "TestSupport"],
+            name: "StoreCopyTests",
+            dependencies: ["StoreCopy", "SQLite", "Storage", "Postgres", "PostgresStorage", "TestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "EndToEndTests", dependencies: ["CLI", "TestSupport", "Identity", "JSON", "HTTP1"],

@@ -38,9 +38,6 @@ package struct Route: Sendable {
     /// The `operationId` of this endpoint in `/openapi.json`.
     package var operationID: String
     package var handler: @Sendable (RequestContext) throws -> Outcome
-    /// Writes that change keys or tenants: authentication caches records for a second, and these
-    /// must apply to the very next request (a revoked key stops at once).
-    package var changesAuthentication = false
     /// "GET /v1/subscribers/:id": the route label of logs and metrics, set once by `Application`
     /// rather than interpolated on every request.
     package internal(set) var name = ""
@@ -63,7 +60,7 @@ package final class Application: Responder {
     package let metrics: Metrics
     let authenticator: Authenticator
     let rateLimiter: RateLimiter
-    let usage: UnverifiedCallCounter
+    let usage: any UnverifiedCallLedger
     private let router: Router<Route>
     package let routes: [Route]
 
@@ -78,7 +75,13 @@ package final class Application: Responder {
         self.authenticator = Authenticator(store: store)
         self.rateLimiter = RateLimiter(
             ratePerSecond: configuration.clientKeyRatePerSecond, burst: configuration.clientKeyBurst)
-        self.usage = UnverifiedCallCounter()
+        // A store that keeps the count itself (PostgreSQL: across servers) is used; otherwise
+        // this process counts (SQLite: one process serves the file).
+        self.usage = (store as? any UnverifiedCallLedger) ?? UnverifiedCallCounter()
+        // The store says when keys or tenants changed, whoever changed them, so no route has to.
+        if let source = store as? any AuthenticationChangeSource {
+            source.onAuthenticationChange { [cache = authenticator.cache] in cache.invalidate() }
+        }
         var routes: [Route] = []
         routes += SystemController.routes(metrics: metrics, store: store)
         routes += TenantController(store: store, usage: usage).routes
@@ -151,7 +154,9 @@ package final class Application: Responder {
                 // the identify body counts as much as one in a header.
                 if let caller = auth.caller, caller.role == .app {
                     let (usage, tenantID, nowMillis) = (usage, caller.tenant.id, context.now.millis)
-                    context.caller?.onUnproven = { usage.recordUnverified(tenantID: tenantID, nowMillis: nowMillis) }
+                    context.caller?.onUnproven = {
+                        usage.recordUnverifiedCall(tenantID: tenantID, nowMillis: nowMillis)
+                    }
                 }
             }
             let tenant = context.caller?.tenant.id
@@ -159,9 +164,7 @@ package final class Application: Responder {
             case .reply(let reply):
                 finish(render(reply, requestID: requestID), routeName, tenant)
             case .write(let job):
-                let changesAuth = route.changesAuthentication
                 store.write(job) { [self] result in
-                    if changesAuth { authenticator.cache.invalidate() }
                     switch result {
                     case .success(let reply): finish(render(reply, requestID: requestID), routeName, tenant)
                     case .failure(let error):

@@ -1,3 +1,4 @@
+import PostgresStorage
 import Storage
 import StoreCopy
 
@@ -21,13 +22,23 @@ func copyStore(from: String, to: String) throws {
 
 /// The reader for a `--from` value.
 private func copySource(_ database: String) throws -> any CopySource {
-    try SQLiteCopySource(path: database, migrations: SQLiteIdentityStore.bundledMigrations())
+    switch DatabaseLocation(database) {
+    case .sqlite(let path):
+        try SQLiteCopySource(path: path, migrations: SQLiteIdentityStore.bundledMigrations())
+    case .postgres(let url):
+        try PostgresCopySource(url: url, migrations: PostgresIdentityStore.bundledMigrations())
+    }
 }
 
 /// The writer for a `--to` value.
 private func copyTarget(_ database: String) throws -> any CopyTarget {
-    try createParentDirectory(of: database)
-    return SQLiteCopyTarget(path: database, migrations: try SQLiteIdentityStore.bundledMigrations())
+    switch DatabaseLocation(database) {
+    case .sqlite(let path):
+        try createParentDirectory(of: path)
+        return SQLiteCopyTarget(path: path, migrations: try SQLiteIdentityStore.bundledMigrations())
+    case .postgres(let url):
+        return try PostgresCopyTarget(url: url, migrations: PostgresIdentityStore.bundledMigrations())
+    }
 }
 
 /// A database named for a person: a URL's password replaced by `***`.

@@ -8,6 +8,8 @@ struct SQLiteContext: IdentityWriteContext {
     let db: Database
     /// Called when a subscriber is retired, so the store schedules the deletion of its events.
     var onRetire: (() -> Void)? = nil
+    /// Called when a workspace, tenant or key is written, so the store announces it after commit.
+    var onAuthChange: (() -> Void)? = nil
 
     // MARK: - Tenancy
 
@@ -66,6 +68,7 @@ struct SQLiteContext: IdentityWriteContext {
 
     func insertWorkspace(id: String, name: String, now: Timestamp) throws {
         try db.execute("INSERT INTO workspaces (id, name, created_at) VALUES (?, ?, ?)", [id, name, now.millis])
+        onAuthChange?()
     }
 
     func insertTenant(_ tenant: TenantRecord) throws {
@@ -81,6 +84,7 @@ struct SQLiteContext: IdentityWriteContext {
                 tenant.secrets.previous.map { String(decoding: $0, as: UTF8.self) },
                 tenant.secrets.previousExpiresAt, tenant.createdAt.millis,
             ])
+        onAuthChange?()
     }
 
     func updateTenant(_ tenant: TenantRecord) throws {
@@ -95,6 +99,7 @@ struct SQLiteContext: IdentityWriteContext {
                 tenant.secrets.previous.map { String(decoding: $0, as: UTF8.self) },
                 tenant.secrets.previousExpiresAt, tenant.id,
             ])
+        onAuthChange?()
     }
 
     func insertAPIKey(_ key: APIKeyRecord, hash: String) throws {
@@ -104,6 +109,7 @@ struct SQLiteContext: IdentityWriteContext {
             VALUES (?, ?, ?, ?, ?, ?, ?, NULL)
             """,
             [hash, key.id, key.kind.rawValue, key.workspaceID, key.tenantID, key.displayPrefix, key.createdAt.millis])
+        onAuthChange?()
     }
 
     func revokeAPIKey(id: String, workspaceID: String, tenantID: String?, now: Timestamp) throws -> Bool {
@@ -112,6 +118,7 @@ struct SQLiteContext: IdentityWriteContext {
             UPDATE api_keys SET revoked_at = ?
             WHERE id = ? AND workspace_id = ? AND tenant_id IS ? AND revoked_at IS NULL
             """, [now.millis, id, workspaceID, tenantID])
+        if db.changes > 0 { onAuthChange?() }
         return db.changes > 0
     }
 

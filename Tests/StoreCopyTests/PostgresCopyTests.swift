@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import PostgresStorage
 import SQLite
 import Storage
 import StoreCopy
@@ -11,6 +12,7 @@ import Testing
 @Suite(.enabled(if: PostgresTestDatabase.isAvailable, "needs BUZZKIT_TEST_POSTGRES_URL"))
 struct PostgresCopyTests {
     let sqlite = try! SQLiteCopyTests()
+    let postgresMigrations = try! PostgresIdentityStore.bundledMigrations()
 
     @Test func sqliteToPostgresAndBackKeepsEveryRow() throws {
         let database = try #require(try PostgresTestDatabase.make())

@@ -171,6 +171,47 @@ import Testing
         try expectKeysWork(copied.port, fixture)
     }
 
+    /// SQLite → PostgreSQL → SQLite, the source served meanwhile; a server on each copy reads the
+    /// same as the source, and every key works on both.
+    @Test(.enabled(if: PostgresTestDatabase.isAvailable, "needs BUZZKIT_TEST_POSTGRES_URL"))
+    func sqliteToPostgresAndBack() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let postgres = try #require(try PostgresTestDatabase.make())
+        defer { postgres.drop() }
+        let source = try TestServer.start()
+        defer { source.stop() }
+        let fixture = try populate(source)
+        let before = try readEverything(source.port, fixture)
+
+        let toPostgres = try copy(source.databasePath, postgres.url)
+        #expect(toPostgres.stdout.contains("events: 1511\n"), "\(toPostgres.stdout)")
+        let onPostgres = try TestServer.start(databasePath: postgres.url)
+        let fromPostgres = try readEverything(onPostgres.port, fixture)
+        #expect(fromPostgres.count == before.count)
+        for (a, b) in zip(before, fromPostgres) { #expect(a == b) }
+        onPostgres.stop()
+
+        // Back to SQLite, from PostgreSQL while a server is on it.
+        let served = try TestServer.start(databasePath: postgres.url)
+        defer { served.stop() }
+        let back = directory.appendingPathComponent("back.sqlite").path
+        let toSQLite = try copy(postgres.url, back)
+        #expect(toSQLite.stdout.contains("every count matches"), "\(toSQLite.stdout)")
+        try expectKeysWork(served.port, fixture)
+        let onSQLite = try TestServer.start(databasePath: back)
+        defer { onSQLite.stop() }
+        let after = try readEverything(onSQLite.port, fixture)
+        #expect(after.count == before.count)
+        for (a, b) in zip(before, after) { #expect(a == b) }
+        try expectKeysWork(onSQLite.port, fixture)
+
+        // A PostgreSQL target holding a tenant is refused too.
+        let refused = try runBuzzkit(["copy", "--from", back, "--to", postgres.url])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("already holds tenants"), "\(refused.stderr)")
+    }
+
     @Test func aTargetHoldingATenantIsRefusedAndLeftAsItWas() throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -19,7 +19,7 @@ DUR=${DUR:-5}
 ONLY=${ONLY:-identify,get,events,two}
 CONNS=${CONNS:-64}
 PEOPLE=${PEOPLE:-20000}
-SPAN=60000                                  # anonymous ids one identify run may rename
+SPAN=${SPAN:-60000}                                 # anonymous ids one identify run may rename
 POOL=$((SPAN * (3 * RUNS + 2)))             # a span per run of ours (identify, two), the rest for pgbench
 WORKSPACE_KEY=bk_ws_BenchBenchBenchBenchBenchBench12
 has() { [[ ",$ONLY," == *",$1,"* ]]; }
@@ -74,7 +74,7 @@ echo "seeding $PEOPLE people and $POOL anonymous subscribers…"
 started=$(date +%s.%N)
 "$BUZZKIT" copy --from "$SEED" --to "$URL" | tee "$OUT/copy.txt"
 echo "copy_seconds $(python3 -c "print(round($(date +%s.%N) - $started, 2))")" | tee -a "$OUT/machine.txt"
-psql "$URL" -qAtX -c "CREATE SEQUENCE bench_anon START $((2 * RUNS * SPAN)); CREATE SEQUENCE bench_batch; VACUUM ANALYZE"
+psql "$URL" -qAtX -c "CREATE SEQUENCE bench_anon START $((2 * RUNS * SPAN))" -c "CREATE SEQUENCE bench_batch" -c "VACUUM ANALYZE"
 
 # --- servers ----------------------------------------------------------------------------------
 cat >"$WORK/config.json" <<JSON
@@ -118,7 +118,7 @@ wrk_run() {
 # pgbench_run NAME RUN SCRIPT: the ceiling at the same concurrency, prepared statements.
 pgbench_run() {
     local name=$1 run=$2 script=$3 file="$OUT/$1-pgbench-$2.txt"
-    pgbench -n -M prepared -c "$CONNS" -j 2 -T "$DUR" -f "bench/pgbench/$script" \
+    pgbench -n -M prepared --max-tries=20 -c "$CONNS" -j 2 -T "$DUR" -f "bench/pgbench/$script" \
         -D tenant="$TENANT" -D people="$PEOPLE" -D now="$(date +%s%3N)" "$URL" >"$file" 2>&1 || true
     local tps failed
     tps=$(awk '/^tps = / {print $3}' "$file" | tail -1)

@@ -53,6 +53,9 @@ package struct CopyTable: Sendable, Hashable {
     package var liveSubscribersOnly = false
     /// Per engine: the sequence whose next value must pass the copied keys (PostgreSQL only).
     package var serialColumn: String?
+    /// A table that older schemas lack: skipped when the source has no such table; a source
+    /// that has it and a target that does not is refused.
+    package var optional = false
 
     /// The indices of the key columns in `columns`.
     package var keyIndices: [Int] {
@@ -130,6 +133,14 @@ package enum CopyPlan {
                 .init("app_version", .text), .init("os_version", .text), .init("model", .text),
                 .init("locale", .text), .init("time_zone", .text), .init("last_seen_at", .integer),
             ], key: ["subscriber_key", "device_id"], liveSubscribersOnly: true),
+        // Signing secrets travel as they are: the receivers keep verifying after the move.
+        CopyTable(
+            kind: "webhook endpoints", name: "webhook_endpoints",
+            columns: [
+                .init("key", .integer), .init("id", .text), .init("tenant_id", .text), .init("url", .text),
+                .init("events", .text), .init("description", .text), .init("secret", .text),
+                .init("enabled", .boolean), .init("created_at", .integer),
+            ], key: ["key"], serialColumn: "key", optional: true),
     ]
 }
 

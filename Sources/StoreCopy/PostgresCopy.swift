@@ -38,6 +38,10 @@ package final class PostgresCopySource: CopySource {
         _ = try connection.queryOne("SELECT 1", [])
     }
 
+    package func hasTable(_ table: CopyTable) throws -> Bool {
+        try connection.hasTable(table.name)
+    }
+
     package func count(_ table: CopyTable) throws -> Int {
         let sql =
             "SELECT count(*) \(table.fromClause(retiredColumn: retiredColumn)) WHERE \(table.filterCondition(retiredColumn: retiredColumn))"
@@ -92,18 +96,21 @@ package final class PostgresCopyTarget: CopyTarget {
     deinit { connection.close() }
 
     package func firstNonEmptyKind(_ tables: [CopyTable]) throws -> String? {
-        for table in tables {
-            let exists = try connection.queryOne("SELECT to_regclass($1) IS NOT NULL", [table.name])?.bool(0) ?? false
-            if exists, try connection.queryOne("SELECT 1 FROM \(table.name) LIMIT 1", []) != nil { return table.kind }
+        for table in tables where try connection.hasTable(table.name) {
+            if try connection.queryOne("SELECT 1 FROM \(table.name) LIMIT 1", []) != nil { return table.kind }
         }
         return nil
+    }
+
+    package func hasTable(_ table: CopyTable) throws -> Bool {
+        try connection.hasTable(table.name)
     }
 
     package func begin() throws {
         _ = try Postgres.Migrator(migrations: migrations).migrate(connection)
         try connection.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
         // Nobody else may fill the tables while the copy checks them empty and writes.
-        let names = CopyPlan.tables.map(\.name).joined(separator: ", ")
+        let names = try CopyPlan.tables.filter { try connection.hasTable($0.name) }.map(\.name).joined(separator: ", ")
         try connection.execute("LOCK TABLE \(names) IN SHARE ROW EXCLUSIVE MODE")
     }
 
@@ -138,7 +145,7 @@ package final class PostgresCopyTarget: CopyTarget {
         // Explicit keys do not move a sequence: without this the first new subscriber would
         // collide with a copied one.
         for table in tables {
-            guard let column = table.serialColumn else { continue }
+            guard let column = table.serialColumn, try connection.hasTable(table.name) else { continue }
             try connection.execute(
                 """
                 SELECT setval(pg_get_serial_sequence('\(table.name)', '\(column)'),
@@ -151,6 +158,13 @@ package final class PostgresCopyTarget: CopyTarget {
 
     package func rollback() {
         try? connection.execute("ROLLBACK")
+    }
+}
+
+extension Connection {
+    /// Whether the search path reaches a table of that name.
+    fileprivate func hasTable(_ name: String) throws -> Bool {
+        try queryOne("SELECT to_regclass($1) IS NOT NULL", [name])?.bool(0) ?? false
     }
 }
 

@@ -35,6 +35,10 @@ package final class SQLiteCopySource: CopySource {
         _ = try db.queryOne("SELECT count(*) FROM schema_migrations")
     }
 
+    package func hasTable(_ table: CopyTable) throws -> Bool {
+        try db.hasTable(table.name)
+    }
+
     package func count(_ table: CopyTable) throws -> Int {
         let sql =
             "SELECT count(*) \(table.fromClause(retiredColumn: true)) WHERE \(table.filterCondition(retiredColumn: true))"
@@ -103,11 +107,15 @@ package final class SQLiteCopyTarget: CopyTarget {
     }
 
     private static func firstNonEmptyKind(_ tables: [CopyTable], in db: Database) throws -> String? {
-        for table in tables {
-            let exists = try db.queryOne("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [table.name])
-            if exists != nil, try db.queryOne("SELECT 1 FROM \(table.name) LIMIT 1") != nil { return table.kind }
+        for table in tables where try db.hasTable(table.name) {
+            if try db.queryOne("SELECT 1 FROM \(table.name) LIMIT 1") != nil { return table.kind }
         }
         return nil
+    }
+
+    package func hasTable(_ table: CopyTable) throws -> Bool {
+        guard let db else { throw StoreCopyError("the target is not open") }
+        return try db.hasTable(table.name)
     }
 
     package func begin() throws {
@@ -151,6 +159,13 @@ package final class SQLiteCopyTarget: CopyTarget {
         try? db.execute("ROLLBACK TRANSACTION")
         db.close()
         self.db = nil
+    }
+}
+
+extension Database {
+    /// Whether the main schema has a table of that name.
+    fileprivate func hasTable(_ name: String) throws -> Bool {
+        try queryOne("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [name]) != nil
     }
 }
 

@@ -5,6 +5,8 @@
 package protocol CopySource: AnyObject {
     /// Pins the snapshot (a read transaction); later calls read from it.
     func begin() throws
+    /// Whether the schema has `table` (for the plan's optional tables).
+    func hasTable(_ table: CopyTable) throws -> Bool
     /// The rows of `table` that the snapshot holds and the plan copies.
     func count(_ table: CopyTable) throws -> Int
     /// Up to `limit` rows in key order whose key is after `after` (from the start when nil).
@@ -21,6 +23,8 @@ package protocol CopyTarget: AnyObject {
     func firstNonEmptyKind(_ tables: [CopyTable]) throws -> String?
     /// Brings the schema up to date and opens the write transaction.
     func begin() throws
+    /// Whether the schema has `table`, after ``begin()``.
+    func hasTable(_ table: CopyTable) throws -> Bool
     /// Appends rows to `table`.
     func insert(_ table: CopyTable, _ rows: [[CopyValue]]) throws
     /// The rows `table` holds now, inside the transaction.
@@ -91,6 +95,13 @@ package struct StoreCopier {
             }
             var counts: [CopyCount] = []
             for table in tables {
+                if table.optional {
+                    guard try source.hasTable(table) else { continue }
+                    guard try target.hasTable(table) else {
+                        throw StoreCopyError(
+                            "the source has \(table.kind) and the target's schema does not; upgrade it")
+                    }
+                }
                 let expected = try source.count(table)
                 let written = try copyRows(of: table, from: source, to: target)
                 let found = try target.count(table)

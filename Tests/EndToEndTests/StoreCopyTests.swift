@@ -135,7 +135,8 @@ import Testing
     @discardableResult
     func copy(_ from: String, _ to: String) throws -> CommandResult {
         let result = try runBuzzkit(["copy", "--from", from, "--to", to], timeout: 120)
-        #expect(result.status == 0, "copy \(from) → \(to): \(result.stdout) \(result.stderr)")
+        // Stop here when it failed: every later comparison would fail too, and say less.
+        try #require(result.status == 0, "copy \(from) → \(to): \(result.stdout) \(result.stderr)")
         return result
     }
 

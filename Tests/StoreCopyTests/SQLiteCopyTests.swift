@@ -66,7 +66,8 @@ import Testing
         let db = try Database(path: path)
         defer { db.close() }
         var tables: [String: [String]] = [:]
-        for table in CopyPlan.tables {
+        for table in CopyPlan.tables
+        where try db.queryOne("SELECT 1 FROM sqlite_master WHERE name = ?", [table.name]) != nil {
             let order = table.key.joined(separator: ", ")
             tables[table.name] = try db.query("SELECT * FROM \(table.name) ORDER BY \(order)").compactMap { row in
                 let text = row.values.map { "\($0)" }.joined(separator: "|")
@@ -124,6 +125,7 @@ import Testing
         let inner: any CopySource
         init(_ inner: any CopySource) { self.inner = inner }
         func begin() throws { try inner.begin() }
+        func hasTable(_ table: CopyTable) throws -> Bool { try inner.hasTable(table) }
         func count(_ table: CopyTable) throws -> Int { try inner.count(table) }
         func rows(_ table: CopyTable, after: [CopyValue]?, limit: Int) throws -> [[CopyValue]] {
             let rows = try inner.rows(table, after: after, limit: limit)
@@ -149,5 +151,43 @@ import Testing
             from: try SQLiteCopySource(path: source, migrations: migrations),
             to: SQLiteCopyTarget(path: target, migrations: migrations))
         #expect(try dump(target)["events"]?.count == 15)
+    }
+
+    /// The webhook endpoints table, as the webhooks branch's migration 0003 makes it.
+    static let webhookEndpointsSQL = """
+        CREATE TABLE webhook_endpoints (
+            key INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, tenant_id TEXT NOT NULL REFERENCES tenants(id),
+            url TEXT NOT NULL, events TEXT NOT NULL, description TEXT, secret TEXT NOT NULL,
+            enabled INTEGER NOT NULL DEFAULT 1, created_at INTEGER NOT NULL)
+        """
+
+    @Test func webhookEndpointsMoveWhenBothSchemasHaveThem() throws {
+        let source = try makeSource(people: 2)
+        let db = try Database(path: source)
+        try db.execute(Self.webhookEndpointsSQL)
+        try db.execute(
+            "INSERT INTO webhook_endpoints VALUES (3, 'whk_1', 't_a', 'https://x.test/h', '*', NULL, 'whsec_s', 0, 9)")
+        db.close()
+
+        // A target whose schema lacks the table is refused, and left empty.
+        let older = path("older.sqlite")
+        #expect(throws: StoreCopyError.self) {
+            try StoreCopier().copy(
+                from: try SQLiteCopySource(path: source, migrations: migrations),
+                to: SQLiteCopyTarget(path: older, migrations: migrations))
+        }
+        #expect(try dump(older).values.allSatisfy(\.isEmpty))
+
+        let newer = path("newer.sqlite")
+        let target = try Database(path: newer)
+        _ = try Migrator(migrations: migrations).migrate(target)
+        try target.execute(Self.webhookEndpointsSQL)
+        target.close()
+        let counts = try StoreCopier().copy(
+            from: try SQLiteCopySource(path: source, migrations: migrations),
+            to: SQLiteCopyTarget(path: newer, migrations: migrations))
+        #expect(counts.last?.kind == "webhook endpoints")
+        #expect(counts.last?.source == 1 && counts.last?.target == 1)
+        #expect(try dump(newer)["webhook_endpoints"] == (try dump(source)["webhook_endpoints"]))
     }
 }

@@ -1,16 +1,64 @@
--- Ceiling for POST /v1/events with 50 new events: the person's row locked (seq is per
--- subscriber), 50 rows in one INSERT with the next seqs, the counters updated; one transaction.
--- Variables: tenant, people, now (ms).
+-- Ceiling for POST /v1/events with 50 new events: the store's statements for one batch (the
+-- person by alias, one INSERT … ON CONFLICT DO NOTHING per event with the next seq, the row
+-- updated once), in a SERIALIZABLE transaction. Variables: tenant, people, now (ms).
 \set p random(0, :people - 1)
 SELECT nextval('bench_batch') AS b \gset
-BEGIN;
-SELECT s.key, s.last_seq, s.event_count FROM aliases a JOIN subscribers s ON s.key = a.subscriber_key
-    WHERE a.tenant_id = :'tenant' AND a.alias = 'user_' || lpad(:p::text, 6, '0') FOR UPDATE OF s \gset s_
-INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties)
-    SELECT :s_key, :s_last_seq + g, 'pgb-' || :b || '-' || g, 'screen_view', :now, :now,
-           '{"screen":"home","index":7}'
-    FROM generate_series(1, 50) AS g
-    ON CONFLICT DO NOTHING;
-UPDATE subscribers SET last_seq = :s_last_seq + 50, event_count = :s_event_count + 50, updated_at = :now
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT s.key, s.tenant_id, s.id, s.anonymous, s.verified, s.email, s.email_subscribed, s.last_seq,
+    s.event_count, s.created_at, s.updated_at
+    FROM aliases AS a JOIN subscribers AS s ON s.key = a.subscriber_key
+    WHERE a.tenant_id = :'tenant' AND a.alias = 'user_' || lpad(:p::text, 6, '0') AND NOT s.retired \gset s_
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 1, 'pgb-' || :b || '-1', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 2, 'pgb-' || :b || '-2', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 3, 'pgb-' || :b || '-3', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 4, 'pgb-' || :b || '-4', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 5, 'pgb-' || :b || '-5', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 6, 'pgb-' || :b || '-6', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 7, 'pgb-' || :b || '-7', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 8, 'pgb-' || :b || '-8', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 9, 'pgb-' || :b || '-9', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 10, 'pgb-' || :b || '-10', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 11, 'pgb-' || :b || '-11', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 12, 'pgb-' || :b || '-12', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 13, 'pgb-' || :b || '-13', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 14, 'pgb-' || :b || '-14', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 15, 'pgb-' || :b || '-15', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 16, 'pgb-' || :b || '-16', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 17, 'pgb-' || :b || '-17', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 18, 'pgb-' || :b || '-18', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 19, 'pgb-' || :b || '-19', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 20, 'pgb-' || :b || '-20', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 21, 'pgb-' || :b || '-21', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 22, 'pgb-' || :b || '-22', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 23, 'pgb-' || :b || '-23', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 24, 'pgb-' || :b || '-24', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 25, 'pgb-' || :b || '-25', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 26, 'pgb-' || :b || '-26', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 27, 'pgb-' || :b || '-27', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 28, 'pgb-' || :b || '-28', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 29, 'pgb-' || :b || '-29', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 30, 'pgb-' || :b || '-30', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 31, 'pgb-' || :b || '-31', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 32, 'pgb-' || :b || '-32', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 33, 'pgb-' || :b || '-33', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 34, 'pgb-' || :b || '-34', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 35, 'pgb-' || :b || '-35', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 36, 'pgb-' || :b || '-36', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 37, 'pgb-' || :b || '-37', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 38, 'pgb-' || :b || '-38', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 39, 'pgb-' || :b || '-39', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 40, 'pgb-' || :b || '-40', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 41, 'pgb-' || :b || '-41', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 42, 'pgb-' || :b || '-42', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 43, 'pgb-' || :b || '-43', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 44, 'pgb-' || :b || '-44', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 45, 'pgb-' || :b || '-45', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 46, 'pgb-' || :b || '-46', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 47, 'pgb-' || :b || '-47', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 48, 'pgb-' || :b || '-48', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 49, 'pgb-' || :b || '-49', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 50, 'pgb-' || :b || '-50', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
+UPDATE subscribers SET id = :'s_id', anonymous = :'s_anonymous', verified = :'s_verified', email = NULLIF(:'s_email', ''),
+    email_subscribed = :'s_email_subscribed', last_seq = :s_last_seq + 50, event_count = :s_event_count + 50, updated_at = :now
     WHERE key = :s_key;
 COMMIT;

@@ -7,7 +7,7 @@ BEGIN ISOLATION LEVEL SERIALIZABLE;
 SELECT s.key, s.tenant_id, s.id, s.anonymous, s.verified, s.email, s.email_subscribed, s.last_seq,
     s.event_count, s.created_at, s.updated_at
     FROM aliases AS a JOIN subscribers AS s ON s.key = a.subscriber_key
-    WHERE a.tenant_id = :'tenant' AND a.alias = 'user_' || lpad(:p::text, 6, '0') AND NOT s.retired \gset s_
+    WHERE a.tenant_id = :tenant AND a.alias = 'user_' || lpad(:p::text, 6, '0') AND NOT s.retired \gset s_
 INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 1, 'pgb-' || :b || '-1', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
 INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 2, 'pgb-' || :b || '-2', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
 INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 3, 'pgb-' || :b || '-3', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
@@ -58,7 +58,7 @@ INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at
 INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 48, 'pgb-' || :b || '-48', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
 INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 49, 'pgb-' || :b || '-49', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
 INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 50, 'pgb-' || :b || '-50', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
-UPDATE subscribers SET id = :'s_id', anonymous = :'s_anonymous', verified = :'s_verified', email = NULLIF(:'s_email', ''),
-    email_subscribed = :'s_email_subscribed', last_seq = :s_last_seq + 50, event_count = :s_event_count + 50, updated_at = :now
+UPDATE subscribers SET id = :s_id, anonymous = :s_anonymous, verified = :s_verified, email = NULLIF(:s_email, ''),
+    email_subscribed = :s_email_subscribed, last_seq = :s_last_seq + 50, event_count = :s_event_count + 50, updated_at = :now
     WHERE key = :s_key;
 COMMIT;

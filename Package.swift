@@ -57,7 +57,8 @@ let package = Package(
 
         // MARK: - Tests
         .target(
-            name: "TestSupport", dependencies: ["API", "Identity", "Storage", "HTTP1", "HTTPServer", "Postgres"],
+            name: "TestSupport",
+            dependencies: ["API", "Identity", "Storage", "HTTP1", "HTTPServer", "Postgres", "PostgresStorage"],
             path: "Tests/TestSupport", swiftSettings: swiftSettings),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(
@@ -72,18 +73,19 @@ let package = Package(
             name: "IdentityTests", dependencies: ["Identity", "JSON", "Crypto"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "StorageTests", dependencies: ["Storage", "Identity", "SQLite", "TestSupport"],
+            name: "StorageTests",
+            dependencies: ["Storage", "Identity", "SQLite", "TestSupport", "Postgres", "PostgresStorage"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "APITests",
-            dependencies: ["API", "TestSupport", "Identity", "JSON", "HTTP1", "HTTPServer", "Storage"],
+            dependencies: ["API", "TestSupport", "Identity", "JSON", "HTTP1", "HTTPServer", "Storage", "Postgres"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "StoreCopyTests",
             dependencies: ["StoreCopy", "SQLite", "Storage", "Postgres", "PostgresStorage", "TestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "EndToEndTests", dependencies: ["CLI", "TestSupport", "Identity", "JSON", "HTTP1"],
+            name: "EndToEndTests", dependencies: ["CLI", "TestSupport", "Identity", "JSON", "HTTP1", "Postgres"],
             swiftSettings: swiftSettings),
     ]
 )

@@ -16,6 +16,7 @@ final class AuthChangeListener: Sendable {
     private let finished = Semaphore()
     private let started = Atomic<Bool>(false)
     private let reconnectCount = Atomic<Int>(0)
+    private let listening = Atomic<Bool>(false)
 
     init(url: String, channel: String, onChange: @escaping @Sendable () -> Void) {
         self.url = url
@@ -26,13 +27,17 @@ final class AuthChangeListener: Sendable {
     /// Times the connection was reopened after failing.
     var reconnects: Int { reconnectCount.load(ordering: .relaxed) }
 
-    /// Starts the listening thread (once).
-    func start() {
+    /// Starts the listening thread (once) and waits up to `timeout` for its first `LISTEN`, so
+    /// a server accepts requests only once it hears other servers' changes (a database that is
+    /// down at start-up is not waited for longer: the cache's 1-second lifetime covers that).
+    func start(timeout: Duration = .seconds(5)) {
         guard started.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
         WriterThread { [self] in
             run()
             finished.signal()
         }.start(name: "pg-listener")
+        let deadline = ContinuousClock.now + timeout
+        while !listening.load(ordering: .acquiring) && ContinuousClock.now < deadline { usleep(2_000) }
     }
 
     /// Stops the thread and waits for it (at most one poll interval).
@@ -42,20 +47,19 @@ final class AuthChangeListener: Sendable {
     }
 
     private func run() {
-        var first = true
         while !stopped.load(ordering: .relaxed) {
             do {
                 let connection = try Connection(url: url)
                 defer { connection.close() }
                 try connection.execute("LISTEN \(channel)")
-                if !first { onChange() }
-                first = false
+                // Whatever changed before this LISTEN was not heard: drop it all.
+                onChange()
+                listening.store(true, ordering: .releasing)
                 while !stopped.load(ordering: .relaxed) {
                     if !(try connection.notifications(timeout: .milliseconds(200))).isEmpty { onChange() }
                 }
             } catch {
                 // The server restarted or the network broke: flush, wait a little, reconnect.
-                first = false
                 reconnectCount.add(1, ordering: .relaxed)
                 onChange()
                 usleep(200_000)

@@ -105,6 +105,25 @@ package final class PostgresIdentityStore: IdentityStore, StoreLifecycle, Authen
         }
     }
 
+    /// The snapshot `id` reaches, read fresh in one statement: no cache, so nothing older than
+    /// a write any server acknowledged before this call can come back (API.md §12).
+    package func snapshot(tenantID: String, id: String) throws -> SubscriberSnapshot? {
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try pool.withConnection { db in
+                    try PostgresContext(db: db).snapshot(tenantID: tenantID, alias: id)
+                }
+            } catch let error as PostgresError where error.isConnectionFailure && attempt == 1 {
+                readRetries.add(1, ordering: .relaxed)
+                pool.discardIdle()
+            } catch let error as PostgresError {
+                throw Self.domainError(error)
+            }
+        }
+    }
+
     package func write<T: Sendable>(
         _ body: @escaping @Sendable (any IdentityWriteContext) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void

@@ -175,6 +175,12 @@ final class PostgresWriter: Sendable {
             return .committed
         } catch let error as PostgresError where Self.isRetryable(error) {
             return .retry(error)
+        } catch let error as PostgresError where error.isConnectionFailure && error.sql != "COMMIT" {
+            // The connection died before COMMIT was sent, so nothing of this try is left on the
+            // server; other pooled connections are likely dead too (a database restart). A
+            // failure during COMMIT is not retried: the commit may have happened.
+            pool.discardIdle()
+            return .retry(error)
         } catch {
             return .failed(error)
         }

@@ -78,7 +78,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "APITests",
-            dependencies: ["API", "TestSupport", "Identity", "JSON", "HTTP1", "HTTPServer", "Storage", "Postgres"],
+            dependencies: [
+                "API", "TestSupport", "Identity", "JSON", "HTTP1", "HTTPServer", "Storage", "SQLite", "Postgres",
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "StoreCopyTests",

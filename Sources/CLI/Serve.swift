@@ -19,6 +19,10 @@ func serve(_ settings: Settings) throws {
 
     let logger = Logger(level: settings.logLevel)
     let metrics = Metrics()
+    // One server per SQLite file (API.md §12): held until the process exits. None on PostgreSQL,
+    // where any number of servers share the database.
+    let lock = try serverLock(settings)
+    defer { lock?.release() }
     let store = try openStore(settings, metrics: metrics)
     try store.startMaintenance()
     if let key = settings.bootstrapWorkspaceKey {

@@ -1,6 +1,7 @@
 import API
 import Dispatch
 import Identity
+import JSON
 import PostgresStorage
 import SQLite
 import Storage
@@ -30,15 +31,33 @@ func openStore(_ settings: Settings, metrics: Metrics? = nil) throws -> ServedSt
         configuration.readerCount = settings.readerConnections
         configuration.snapshotCacheBytes = settings.snapshotCacheMiB << 20
         configuration.synchronous = settings.synchronousFull ? .full : .normal
-        return try SQLiteIdentityStore(configuration: configuration) { size, duration in
-            metrics?.recordCommit(batchSize: size, duration: duration)
-        }
+        let logger = Logger(level: settings.logLevel)
+        return try SQLiteIdentityStore(
+            configuration: configuration,
+            onCommit: { size, duration in metrics?.recordCommit(batchSize: size, duration: duration) },
+            onError: { operation, error in
+                // What no request saw (a checkpoint, a PRAGMA, a skipped setting) still reaches the log.
+                metrics?.recordStorageError(operation: operation)
+                logger.log(.error, "storage error", ["operation": .string(operation), "error": .string("\(error)")])
+            })
     case .postgres(let url):
         var configuration = PostgresIdentityStore.Configuration(url: url)
         configuration.poolSize = settings.postgresPoolSize
         configuration.writerThreads = settings.postgresWriterThreads
-        return try PostgresIdentityStore(configuration: configuration)
+        let logger = Logger(level: settings.logLevel)
+        return try PostgresIdentityStore(configuration: configuration) { operation, error in
+            metrics?.recordStorageError(operation: operation)
+            logger.log(.error, "storage error", ["operation": .string(operation), "error": .string("\(error)")])
+        }
     }
+}
+
+/// The one-server-per-file lock of a SQLite database (nil on PostgreSQL, which any number of
+/// servers share); `serve` holds it for its life, `migrate` while it changes the schema.
+func serverLock(_ settings: Settings) throws -> ServerLock? {
+    guard case .sqlite(let path) = DatabaseLocation(settings.database) else { return nil }
+    try createParentDirectory(of: path)
+    return try ServerLock(databasePath: path)
 }
 
 /// Applies pending migrations; returns the names applied.

@@ -76,8 +76,12 @@ func run(_ arguments: [String]) throws {
         try serve(try loadSettings(flags))
 
     case "migrate":
+        // A server checks the schema once, at start: changing it under a running one is refused.
+        // (backup and tenant create go through SQLite's own locking and work while served.)
         let (flags, _) = try parseFlags(rest, allowed: ["database", "config"])
         let settings = try loadSettings(flags)
+        let lock = try serverLock(settings)
+        defer { lock?.release() }
         let applied = try migrateStore(settings)
         print(applied.isEmpty ? "database is up to date" : "applied: \(applied.joined(separator: ", "))")
 

@@ -12,6 +12,8 @@ struct PostgresContext: IdentityWriteContext {
     let db: Connection
     /// What the current group changed that matters after commit (auth records, retirements).
     var effects: GroupEffects? = nil
+    /// Told what a row held that was skipped rather than refused (an unknown tenant setting), for the log.
+    var onSkipped: (@Sendable (_ operation: String, _ error: any Error) -> Void)? = nil
 
     // MARK: - Tenancy
 
@@ -23,10 +25,16 @@ struct PostgresContext: IdentityWriteContext {
                 FROM tenants WHERE id = $1
                 """, [id])
         else { return nil }
-        let settingsJSON = (try? JSONParser.parse(Array(try row.string(3).utf8)))?.objectValue
+        guard let settingsJSON = (try? JSONParser.parse(Array(try row.string(3).utf8)))?.objectValue else {
+            throw PostgresStoreError.undecodable("tenants.settings", "not a JSON object")
+        }
+        let (settings, skipped) = try TenantSettings.decode(settingsJSON)
+        for var problem in skipped {
+            problem.reason += " (tenant \(id))"
+            onSkipped?("tenant settings", problem)
+        }
         return TenantRecord(
-            id: try row.string(0), workspaceID: try row.string(1), name: try row.string(2),
-            settings: TenantSettings.decode(settingsJSON ?? [:]),
+            id: try row.string(0), workspaceID: try row.string(1), name: try row.string(2), settings: settings,
             secrets: IdentitySecretSet(
                 current: Array(try row.string(4).utf8),
                 previous: try row.optionalString(5).map { Array($0.utf8) },
@@ -218,6 +226,10 @@ struct PostgresContext: IdentityWriteContext {
         try db.query(
             "SELECT alias FROM aliases WHERE subscriber_key = $1 AND alias <> $2 ORDER BY alias", [key, current]
         ).map { try $0.string(0) }
+    }
+
+    func aliasCount(key: Int64) throws -> Int {
+        Int(try db.queryOne("SELECT count(*) FROM aliases WHERE subscriber_key = $1", [key])?.int(0) ?? 0)
     }
 
     func reassignAliases(from: Int64, to: Int64) throws {

@@ -48,9 +48,17 @@ package final class PostgresIdentityStore: IdentityStore, StoreLifecycle, Authen
         database.hasPrefix("postgres://") || database.hasPrefix("postgresql://")
     }
 
+    /// Told of what no caller sees (a stored tenant setting that was skipped), for the log.
+    package typealias ErrorHandler = @Sendable (_ operation: String, _ error: any Error) -> Void
+    private let onError: ErrorHandler?
+
     /// Connects, applies pending migrations (under the advisory lock), and starts the writers.
-    package init(configuration: Configuration) throws {
+    /// - Parameters:
+    ///   - configuration: Where and how much.
+    ///   - onError: See ``ErrorHandler``.
+    package init(configuration: Configuration, onError: ErrorHandler? = nil) throws {
         self.configuration = configuration
+        self.onError = onError
         try Self.migrate(url: configuration.url)
         let pool = ConnectionPool(url: configuration.url, maxConnections: max(2, configuration.poolSize))
         self.pool = pool
@@ -58,7 +66,7 @@ package final class PostgresIdentityStore: IdentityStore, StoreLifecycle, Authen
         let purgeBox = PurgeBox()
         writer = PostgresWriter(
             pool: pool, threads: min(max(1, configuration.writerThreads), max(1, configuration.poolSize - 1)),
-            maxBatch: configuration.maxWriteBatch
+            maxBatch: configuration.maxWriteBatch, onSkipped: onError
         ) { effects in
             if effects.authChanged { observers.notify() }
             if effects.retired { purgeBox.purge?.request() }
@@ -94,7 +102,9 @@ package final class PostgresIdentityStore: IdentityStore, StoreLifecycle, Authen
             attempt += 1
             do {
                 return try pool.withConnection { db in
-                    try db.transaction(.repeatableRead, readOnly: true) { try body(PostgresContext(db: db)) }
+                    try db.transaction(.repeatableRead, readOnly: true) {
+                        try body(PostgresContext(db: db, onSkipped: onError))
+                    }
                 }
             } catch let error as PostgresError where error.isConnectionFailure && attempt == 1 {
                 readRetries.add(1, ordering: .relaxed)
@@ -113,7 +123,7 @@ package final class PostgresIdentityStore: IdentityStore, StoreLifecycle, Authen
             attempt += 1
             do {
                 return try pool.withConnection { db in
-                    try PostgresContext(db: db).snapshot(tenantID: tenantID, alias: id)
+                    try PostgresContext(db: db, onSkipped: onError).snapshot(tenantID: tenantID, alias: id)
                 }
             } catch let error as PostgresError where error.isConnectionFailure && attempt == 1 {
                 readRetries.add(1, ordering: .relaxed)
@@ -166,7 +176,7 @@ package final class PostgresIdentityStore: IdentityStore, StoreLifecycle, Authen
         } else {
             return error
         }
-        return IdentityError(code: "unavailable", message: reason)
+        return IdentityError(code: .unavailable, message: reason)
     }
 
     // MARK: - StoreLifecycle

@@ -34,6 +34,7 @@ final class PostgresWriter: Sendable {
     private let maxBatch: Int
     private let queue = ConditionLockBox(Queue())
     private let afterCommit: @Sendable (GroupEffectsSnapshot) -> Void
+    private let onSkipped: (@Sendable (String, any Error) -> Void)?
     /// Groups and jobs run again after a serialization failure, deadlock or unique race.
     let retries = Atomic<Int>(0)
     /// Groups committed.
@@ -46,9 +47,10 @@ final class PostgresWriter: Sendable {
     ///   - maxBatch: Jobs per transaction at most.
     ///   - afterCommit: Runs after each commit, before the jobs' completions (auth invalidation).
     init(
-        pool: ConnectionPool, threads: Int, maxBatch: Int,
+        pool: ConnectionPool, threads: Int, maxBatch: Int, onSkipped: (@Sendable (String, any Error) -> Void)? = nil,
         afterCommit: @escaping @Sendable (GroupEffectsSnapshot) -> Void
     ) {
+        self.onSkipped = onSkipped
         self.pool = pool
         self.maxBatch = max(1, maxBatch)
         self.afterCommit = afterCommit
@@ -69,7 +71,7 @@ final class PostgresWriter: Sendable {
         if accepted {
             queue.broadcast()
         } else {
-            job.fail(IdentityError(code: "unavailable", message: "The server is shutting down."))
+            job.fail(IdentityError(code: .unavailable, message: "The server is shutting down."))
         }
     }
 
@@ -144,7 +146,7 @@ final class PostgresWriter: Sendable {
         do {
             try pool.withConnection { db in
                 try db.transaction(.serializable) {
-                    let context = PostgresContext(db: db, effects: effects)
+                    let context = PostgresContext(db: db, effects: effects, onSkipped: onSkipped)
                     for (index, job) in jobs.enumerated() {
                         do {
                             if jobs.count == 1 {

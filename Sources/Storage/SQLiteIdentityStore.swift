@@ -19,6 +19,7 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
     }
 
     package let writer: DatabaseWriter
+    private let onError: DatabaseErrorHandler?
     private let readers: DatabaseReaderPool
     /// Deletes retired subscribers' events in the background (see `retireSubscriber`).
     private let purge: RetiredPurge
@@ -29,12 +30,17 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
     private let path: String
 
     /// Opens the database, applies pending migrations, and starts the writer.
-    /// - Parameter onCommit: observes each group commit (batch size, duration) for metrics.
+    /// - Parameters:
+    ///   - onCommit: observes each group commit (batch size, duration) for metrics.
+    ///   - onError: told of what no caller sees: failed checkpoints and PRAGMAs on the writer,
+    ///     stored tenant settings that were skipped. For the log and a metric.
     package init(
         configuration: Configuration,
-        onCommit: (@Sendable (_ batchSize: Int, _ commitDuration: Duration) -> Void)? = nil
+        onCommit: (@Sendable (_ batchSize: Int, _ commitDuration: Duration) -> Void)? = nil,
+        onError: DatabaseErrorHandler? = nil
     ) throws {
         path = configuration.path
+        self.onError = onError
         var options = Database.Options()
         options.synchronous = configuration.synchronous
         options.busyTimeout = configuration.busyTimeout
@@ -56,7 +62,7 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
         }
         writer = try DatabaseWriter(
             path: configuration.path, options: options, maxBatch: configuration.maxWriteBatch, onCommit: onCommit,
-            setUp: setUp, afterGroup: afterGroup)
+            setUp: setUp, afterGroup: afterGroup, onError: onError)
         var readOptions = options
         readOptions.readOnly = true
         readers = try DatabaseReaderPool(
@@ -81,7 +87,7 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
 
     package func read<T>(_ body: (any IdentityReadContext) throws -> T) throws -> T {
         do {
-            return try readers.read { db in try body(SQLiteContext(db: db)) }
+            return try readers.read { db in try body(SQLiteContext(db: db, onSkipped: onError)) }
         } catch let error as SQLiteError {
             throw Self.domainError(error)
         }
@@ -105,10 +111,11 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
         _ body: @escaping @Sendable (any IdentityWriteContext) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
-        let (purge, observers) = (self.purge, authObservers)
+        let (purge, observers, onError) = (self.purge, authObservers, self.onError)
         let authChanged = AuthChangeFlag()
         writer.submit({ db in
-            try body(SQLiteContext(db: db, onRetire: purge.request, onAuthChange: authChanged.set))
+            try body(
+                SQLiteContext(db: db, onRetire: purge.request, onSkipped: onError, onAuthChange: authChanged.set))
         }) { result in
             if authChanged.isSet { observers.notify() }
             completion(result.mapError { error in (error as? SQLiteError).map(Self.domainError) ?? error })
@@ -130,16 +137,17 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
         } else {
             return error
         }
-        return IdentityError(code: "unavailable", message: reason)
+        return IdentityError(code: .unavailable, message: reason)
     }
 
     /// Blocking write, for the CLI and tests.
     package func write<T: Sendable>(_ body: @escaping @Sendable (any IdentityWriteContext) throws -> T) throws -> T {
-        let purge = self.purge
+        let (purge, onError) = (self.purge, self.onError)
         let authChanged = AuthChangeFlag()
         defer { if authChanged.isSet { authObservers.notify() } }
         return try writer.write { db in
-            try body(SQLiteContext(db: db, onRetire: purge.request, onAuthChange: authChanged.set))
+            try body(
+                SQLiteContext(db: db, onRetire: purge.request, onSkipped: onError, onAuthChange: authChanged.set))
         }
     }
 

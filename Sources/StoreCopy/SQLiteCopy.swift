@@ -89,6 +89,9 @@ package final class SQLiteCopyTarget: CopyTarget {
     private let path: String
     private let migrations: [Migration]
     private var db: Database?
+    /// Held while writing: a server started on the file meanwhile would cache what the copy is
+    /// still changing, and a file a server holds is refused.
+    private var lock: ServerLock?
 
     /// A target at `path`; nothing is opened or created yet.
     package init(path: String, migrations: [Migration]) {
@@ -119,12 +122,24 @@ package final class SQLiteCopyTarget: CopyTarget {
     }
 
     package func begin() throws {
-        let db = try Database(path: path)
+        do {
+            lock = try ServerLock(databasePath: path)
+        } catch {
+            throw StoreCopyError("\(error)")
+        }
+        let db: Database
+        do {
+            db = try Database(path: path)
+        } catch {
+            releaseLock()
+            throw error
+        }
         do {
             _ = try Migrator(migrations: migrations).migrate(db)
             try db.execute("BEGIN IMMEDIATE TRANSACTION")
         } catch {
             db.close()
+            releaseLock()
             throw error
         }
         self.db = db
@@ -152,6 +167,7 @@ package final class SQLiteCopyTarget: CopyTarget {
         try db.execute("COMMIT TRANSACTION")
         db.close()
         self.db = nil
+        releaseLock()
     }
 
     package func rollback() {
@@ -159,6 +175,12 @@ package final class SQLiteCopyTarget: CopyTarget {
         try? db.execute("ROLLBACK TRANSACTION")
         db.close()
         self.db = nil
+        releaseLock()
+    }
+
+    private func releaseLock() {
+        lock?.release()
+        lock = nil
     }
 }
 

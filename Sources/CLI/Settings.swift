@@ -17,7 +17,7 @@ struct Settings {
     var snapshotCacheMiB = 64
     /// PostgreSQL only: connections one server opens at most, and writer threads among them.
     var postgresPoolSize = 10
-    var postgresWriterThreads = 2
+    var postgresWriterThreads = 1
     var shutdownDrainSeconds = 10
     var server = HTTPServer.Configuration()
     var application = ApplicationConfiguration()

@@ -1,16 +1,18 @@
 import Glibc
 
 /// State guarded by a pthread mutex, plus a condition variable to wait for it to change: the
-/// pool's borrowers sleep until a connection comes back. (`Synchronization.Mutex` has no
-/// condition variable.) Timed waits use `CLOCK_MONOTONIC`, immune to wall-clock jumps.
+/// pool's borrowers sleep until a connection comes back, the store's writer threads until work
+/// arrives. (`Synchronization.Mutex` has no condition variable.) Timed waits use
+/// `CLOCK_MONOTONIC`, immune to wall-clock jumps.
 ///
 /// `@unchecked Sendable`: every access to `state` happens with `mutex` held.
-final class ConditionLock<State>: @unchecked Sendable {
+package final class ConditionLock<State>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t> = .allocate(capacity: 1)
     private let condition: UnsafeMutablePointer<pthread_cond_t> = .allocate(capacity: 1)
     private var state: State
 
-    init(_ state: State) {
+    /// Guards `state`.
+    package init(_ state: State) {
         self.state = state
         precondition(pthread_mutex_init(mutex, nil) == 0, "pthread_mutex_init failed")
         var attributes = pthread_condattr_t()
@@ -28,15 +30,25 @@ final class ConditionLock<State>: @unchecked Sendable {
     }
 
     /// Runs `body` with the lock held.
-    func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+    package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&state)
     }
 
+    /// Waits until `predicate` holds, then runs `body` with the lock held.
+    package func withLock<Result>(
+        waitingUntil predicate: (State) -> Bool, _ body: (inout State) throws -> Result
+    ) rethrows -> Result {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while !predicate(state) { pthread_cond_wait(condition, mutex) }
+        return try body(&state)
+    }
+
     /// Waits until `predicate` holds or `timeout` passes, then runs `body` with the lock held
     /// (whichever happened: `body` looks at the state again).
-    func withLock<Result>(
+    package func withLock<Result>(
         waitingUntil predicate: (State) -> Bool, timeout: Duration, _ body: (inout State) throws -> Result
     ) rethrows -> Result {
         pthread_mutex_lock(mutex)
@@ -54,7 +66,7 @@ final class ConditionLock<State>: @unchecked Sendable {
     }
 
     /// Wakes every waiter.
-    func broadcast() {
+    package func broadcast() {
         pthread_cond_broadcast(condition)
     }
 }

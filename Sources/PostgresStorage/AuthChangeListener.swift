@@ -32,10 +32,10 @@ final class AuthChangeListener: Sendable {
     /// down at start-up is not waited for longer: the cache's 1-second lifetime covers that).
     func start(timeout: Duration = .seconds(5)) {
         guard started.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
-        WriterThread { [self] in
+        BackgroundThread { [self] in
             run()
             finished.signal()
-        }.start(name: "pg-listener")
+        }.start()
         let deadline = ContinuousClock.now + timeout
         while !listening.load(ordering: .acquiring) && ContinuousClock.now < deadline { usleep(2_000) }
     }

@@ -22,8 +22,10 @@ package final class PostgresIdentityStore: IdentityStore, StoreLifecycle, Authen
         package var url: String
         /// Connections this server opens at most (readers and writers together).
         package var poolSize = 10
-        /// Writer threads, each committing one group at a time; at most `poolSize - 1`.
-        package var writerThreads = 2
+        /// Writer threads, each committing one group at a time; at most `poolSize - 1`. One is
+        /// the default: two groups of one server in flight at once only conflict with each other
+        /// (serializable retries) without committing more, since each group takes every queued job.
+        package var writerThreads = 1
         /// Jobs per write transaction at most.
         package var maxWriteBatch = 64
         /// How often per-process unverified-call counts are added to the database.
@@ -255,20 +257,6 @@ private final class Observers: Sendable {
 private final class PurgeBox: @unchecked Sendable {
     // Set once in init before any write is submitted; read afterwards only.
     var purge: RetiredPurge?
-}
-
-/// A counting semaphore over a pthread condition (no Foundation or Dispatch in the store).
-final class Semaphore: Sendable {
-    private let state = ConditionLockBox(0)
-
-    func signal() {
-        state.withLock { $0 += 1 }
-        state.broadcast()
-    }
-
-    func wait() {
-        state.withLock(waitingUntil: { $0 > 0 }) { $0 -= 1 }
-    }
 }
 
 /// Deletes retired subscribers' events a chunk at a time, one small job per write group, as

@@ -32,7 +32,7 @@ final class PostgresWriter: Sendable {
 
     private let pool: ConnectionPool
     private let maxBatch: Int
-    private let queue = ConditionLockBox(Queue())
+    private let queue = ConditionLock(Queue())
     private let afterCommit: @Sendable (GroupEffectsSnapshot) -> Void
     private let onSkipped: (@Sendable (String, any Error) -> Void)?
     /// Groups and jobs run again after a serialization failure, deadlock or unique race.
@@ -54,10 +54,9 @@ final class PostgresWriter: Sendable {
         self.pool = pool
         self.maxBatch = max(1, maxBatch)
         self.afterCommit = afterCommit
-        for index in 0..<max(1, threads) {
+        for _ in 0..<max(1, threads) {
             queue.withLock { $0.running += 1 }
-            let thread = WriterThread { [self] in run() }
-            thread.start(name: "pg-writer-\(index)")
+            BackgroundThread { [self] in run() }.start()
         }
     }
 
@@ -79,7 +78,7 @@ final class PostgresWriter: Sendable {
     func close() {
         queue.withLock { $0.closed = true }
         queue.broadcast()
-        queue.waitUntil { $0.running == 0 }
+        queue.withLock(waitingUntil: { $0.running == 0 }) { _ in }
     }
 
     private func run() {
@@ -215,65 +214,4 @@ final class PostgresWriter: Sendable {
 struct GroupEffectsSnapshot: Sendable {
     var authChanged: Bool
     var retired: Bool
-}
-
-/// A pthread running one closure (Foundation's Thread is not used: the store needs no Foundation).
-final class WriterThread: @unchecked Sendable {
-    private let body: () -> Void
-
-    init(_ body: @escaping () -> Void) { self.body = body }
-
-    func start(name _: String) {
-        let unmanaged = Unmanaged.passRetained(self)
-        var thread = pthread_t()
-        let result = pthread_create(
-            &thread, nil,
-            { pointer in
-                let thread = Unmanaged<WriterThread>.fromOpaque(pointer!).takeRetainedValue()
-                thread.body()
-                return nil
-            }, unmanaged.toOpaque())
-        precondition(result == 0, "pthread_create failed: \(result)")
-        pthread_detach(thread)
-    }
-}
-
-/// A mutex and condition around state, for the writer's queue.
-final class ConditionLockBox<State>: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t> = .allocate(capacity: 1)
-    private let condition: UnsafeMutablePointer<pthread_cond_t> = .allocate(capacity: 1)
-    private var state: State
-
-    init(_ state: State) {
-        self.state = state
-        pthread_mutex_init(mutex, nil)
-        pthread_cond_init(condition, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(condition)
-        pthread_mutex_destroy(mutex)
-        condition.deallocate()
-        mutex.deallocate()
-    }
-
-    func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&state)
-    }
-
-    func waitUntil(_ predicate: (State) -> Bool) {
-        withLock(waitingUntil: predicate) { _ in }
-    }
-
-    /// Waits until `predicate` holds, then runs `body` with the lock held.
-    func withLock<R>(waitingUntil predicate: (State) -> Bool, _ body: (inout State) throws -> R) rethrows -> R {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        while !predicate(state) { pthread_cond_wait(condition, mutex) }
-        return try body(&state)
-    }
-
-    func broadcast() { pthread_cond_broadcast(condition) }
 }

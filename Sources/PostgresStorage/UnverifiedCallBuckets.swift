@@ -50,7 +50,7 @@ final class UnverifiedCallBuckets: Sendable {
         guard started.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
         let millis = max(
             10, Int(interval.components.seconds * 1000 + interval.components.attoseconds / 1_000_000_000_000_000))
-        WriterThread { [self] in
+        BackgroundThread { [self] in
             var waited = 0
             while !stopped.load(ordering: .relaxed) {
                 usleep(50_000)
@@ -61,7 +61,7 @@ final class UnverifiedCallBuckets: Sendable {
                 }
             }
             finished.signal()
-        }.start(name: "pg-usage")
+        }.start()
     }
 
     /// Stops the thread, then flushes what is left.

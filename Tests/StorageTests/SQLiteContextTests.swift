@@ -3,6 +3,7 @@ import Identity
 import JSON
 import Postgres
 import SQLite
+import Synchronization
 import TestSupport
 import Testing
 
@@ -358,5 +359,45 @@ struct PostgresRetiredPurgeTests {
         }
         #expect(left == 0)
         #expect(try reader.queryOne("SELECT count(*) FROM events")!.int(0) == 2501)  // copies + marker
+    }
+}
+
+/// Group commit on PostgreSQL: queued writes share one transaction, and one that fails rolls
+/// back only its own savepoint.
+@Suite(.enabled(if: PostgresTestDatabase.isAvailable, "BUZZKIT_TEST_POSTGRES_URL is not set"))
+struct PostgresGroupCommitTests {
+    struct Refused: Error {}
+
+    @Test func aFailingWriteInAGroupRollsBackOnlyItself() throws {
+        let test = try TestStore(.postgres)
+        defer { test.close() }
+        let groups = { test.store.gauges().first { $0.name == "buzzkit_db_write_groups_total" }?.value ?? -1 }
+        let now = Timestamp(millis: 1_800_000_000_000)
+        // The start-up purge job is a group of its own: let it pass first.
+        for _ in 0..<200 where groups() < 1 { usleep(10_000) }
+        let before = groups()
+        let done = DispatchGroup()
+        let outcomes = Mutex<[Int: Bool]>([:])
+        // The first write holds the writer, so the next ten queue up behind it and go as one group.
+        done.enter()
+        test.store.write({ _ in usleep(300_000) }) { _ in done.leave() }
+        usleep(50_000)
+        for i in 0..<10 {
+            done.enter()
+            test.store.write({ ctx in
+                try ctx.insertWorkspace(id: "ws_\(i)", name: "w\(i)", now: now)
+                if i == 5 { throw Refused() }
+            }) { result in
+                outcomes.withLock { $0[i] = (try? result.get()) != nil }
+                done.leave()
+            }
+        }
+        done.wait()
+        let results = outcomes.withLock { $0 }
+        #expect(results.filter { !$0.value }.map(\.key) == [5])
+        let db = try Connection(url: test.database)
+        let stored = try db.query("SELECT id FROM workspaces ORDER BY id").map { try $0.string(0) }
+        #expect(stored == (0..<10).filter { $0 != 5 }.map { "ws_\($0)" })
+        #expect(groups() - before == 2, "the slow write, then the ten together")
     }
 }

@@ -11,6 +11,9 @@ COPY Package.swift ./
 COPY Plugins ./Plugins
 COPY Sources ./Sources
 COPY Tests ./Tests
+# Package.swift names targets in these too (the SDK's example and bench): without them it does not load.
+COPY Examples ./Examples
+COPY bench/sdk ./bench/sdk
 COPY migrations ./migrations
 COPY openapi.json ./
 RUN swift build -c release --static-swift-stdlib --product buzzkit \

@@ -23,6 +23,7 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
         .systemLibrary(name: "CPostgreSQL", path: "Sources/CPostgreSQL"),
+        .systemLibrary(name: "COpenSSLTLS", path: "Sources/COpenSSLTLS"),
 
         // MARK: - Wire format, event loop, server
         .target(name: "HTTP1", swiftSettings: swiftSettings),
@@ -55,7 +56,13 @@ let package = Package(
         // `buzzkit copy`: one reader and one writer per engine behind a small seam.
         .target(name: "StoreCopy", dependencies: ["SQLite", "Postgres", "JSON"], swiftSettings: swiftSettings),
         .executableTarget(
-            name: "CLI", dependencies: ["API", "Storage", "SQLite", "PostgresStorage", "StoreCopy"],
+            name: "CLI", dependencies: ["API", "Storage", "SQLite", "PostgresStorage", "StoreCopy", "WebhookSigning"],
+            swiftSettings: swiftSettings),
+
+        // MARK: - Webhooks: signing and the outbound HTTP client the delivery worker plugs in
+        .target(name: "WebhookSigning", dependencies: ["Crypto"], swiftSettings: swiftSettings),
+        .target(
+            name: "WebhookClient", dependencies: ["COpenSSLTLS", "HTTP1", "Reactor"],
             swiftSettings: swiftSettings),
 
         // MARK: - The client SDK (depends on nothing of the server), its example and bench
@@ -102,6 +109,12 @@ let package = Package(
         .testTarget(
             name: "StoreCopyTests",
             dependencies: ["StoreCopy", "SQLite", "Storage", "Postgres", "PostgresStorage", "TestSupport"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "WebhookSigningTests", dependencies: ["WebhookSigning", "Crypto"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "WebhookClientTests", dependencies: ["WebhookClient", "Reactor"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "EndToEndTests", dependencies: ["CLI", "TestSupport", "Identity", "JSON", "HTTP1", "Postgres"],

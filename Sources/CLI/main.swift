@@ -15,6 +15,7 @@ let usage = """
            buzzkit backup DEST [--database PATH] [--config FILE]
            buzzkit identity-hash --secret S EXTERNAL_ID
            buzzkit copy --from DB --to DB
+           buzzkit webhook-verify --secret S --id ID --timestamp T [--signature SIG] BODYFILE
     """
 
 /// Splits `--flag value` pairs from positional arguments; every flag takes a value.
@@ -143,6 +144,8 @@ func run(_ arguments: [String]) throws {
             throw CLIError(usage, status: 2)
         }
         try copyStore(from: from, to: to)
+    case "webhook-verify":
+        try webhookVerify(rest)
 
     case "help", "--help", "-h":
         print(usage)

@@ -53,8 +53,8 @@ package struct CopyTable: Sendable, Hashable {
     package var liveSubscribersOnly = false
     /// Per engine: the sequence whose next value must pass the copied keys (PostgreSQL only).
     package var serialColumn: String?
-    /// A table that older schemas lack: skipped when the source has no such table; a source
-    /// that has it and a target that does not is refused.
+    /// A table that older schemas lack: skipped when the source has none or an empty one the
+    /// target lacks; rows the target has no table for refuse the copy.
     package var optional = false
 
     /// The indices of the key columns in `columns`.

@@ -20,8 +20,8 @@ import Testing
 
     /// A migrated database with two tenants, `people` subscribers with three events, two aliases,
     /// an attribute, a preference and a device each, and one retired subscriber with events.
-    func makeSource(people: Int) throws -> String {
-        let path = path("source.sqlite")
+    func makeSource(people: Int, name: String = "source.sqlite") throws -> String {
+        let path = path(name)
         let db = try Database(path: path)
         defer { db.close() }
         _ = try Migrator(migrations: migrations).migrate(db)
@@ -177,6 +177,16 @@ import Testing
                 to: SQLiteCopyTarget(path: older, migrations: migrations))
         }
         #expect(try dump(older).values.allSatisfy(\.isEmpty))
+
+        // An empty one is no reason to refuse.
+        let emptySource = try makeSource(people: 1, name: "empty-hooks.sqlite")
+        let plain = try Database(path: emptySource)
+        try plain.execute(Self.webhookEndpointsSQL)
+        plain.close()
+        let plainCounts = try StoreCopier().copy(
+            from: try SQLiteCopySource(path: emptySource, migrations: migrations),
+            to: SQLiteCopyTarget(path: path("plain.sqlite"), migrations: migrations))
+        #expect(!plainCounts.contains { $0.kind == "webhook endpoints" })
 
         let newer = path("newer.sqlite")
         let target = try Database(path: newer)

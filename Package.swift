@@ -22,8 +22,8 @@ let package = Package(
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
-        .systemLibrary(name: "CPostgreSQL", path: "Sources/CPostgreSQL"),
         .systemLibrary(name: "COpenSSLTLS", path: "Sources/COpenSSLTLS"),
+        .systemLibrary(name: "CPostgreSQL", path: "Sources/CPostgreSQL"),
 
         // MARK: - Wire format, event loop, server
         .target(name: "HTTP1", swiftSettings: swiftSettings),

@@ -412,13 +412,13 @@ async function subscriberView(main, id, alive) {
   const timeline = h('section', { id: 'timeline' }, loading('Loading timeline…'));
   add(body, h('h2', { text: 'Timeline' }), timeline);
 
-  add(body, h('h2', { text: 'Push subscriptions' }), table(['Device', 'Platform', 'Token', 'Registered', 'Updated'], s.pushSubscriptions.map((p) => h('tr', {},
-    h('td', { class: 'mono', text: p.deviceId }), h('td', { text: p.platform }), h('td', { class: 'mono', text: p.token }), timeCell(p.createdAt), timeCell(p.updatedAt))), 'No push subscriptions.'));
-  add(body, h('h2', { text: 'Devices' }), table(['Device', 'Platform', 'App', 'OS', 'Model', 'Locale', 'Time zone', 'Last seen'], s.devices.map((d) => h('tr', {},
+  add(body, h('h2', { text: 'Push subscriptions' }), h('div', { id: 'push-subscriptions' }, table(['Device', 'Platform', 'Token', 'Registered', 'Updated'], s.pushSubscriptions.map((p) => h('tr', {},
+    h('td', { class: 'mono', text: p.deviceId }), h('td', { text: p.platform }), h('td', { class: 'mono', text: p.token }), timeCell(p.createdAt), timeCell(p.updatedAt))), 'No push subscriptions.')));
+  add(body, h('h2', { text: 'Devices' }), h('div', { id: 'devices' }, table(['Device', 'Platform', 'App', 'OS', 'Model', 'Locale', 'Time zone', 'Last seen'], s.devices.map((d) => h('tr', {},
     h('td', { class: 'mono', text: d.deviceId }), h('td', { text: d.platform || '—' }), h('td', { text: d.appVersion || '—' }), h('td', { text: d.osVersion || '—' }),
-    h('td', { text: d.model || '—' }), h('td', { text: d.locale || '—' }), h('td', { text: d.timeZone || '—' }), timeCell(d.lastSeenAt))), 'No devices.'));
-  add(body, h('h2', { text: 'Preferences' }), table(['Topic', 'Subscribed', 'Chosen'], Object.entries(s.preferences).map(([topic, p]) => h('tr', {},
-    h('td', { class: 'mono', text: topic }), h('td', { text: p.subscribed ? 'yes' : 'no' }), timeCell(p.updatedAt))), 'No topic choices.'));
+    h('td', { text: d.model || '—' }), h('td', { text: d.locale || '—' }), h('td', { text: d.timeZone || '—' }), timeCell(d.lastSeenAt))), 'No devices.')));
+  add(body, h('h2', { text: 'Preferences' }), h('div', { id: 'preferences' }, table(['Topic', 'Subscribed', 'Chosen'], Object.entries(s.preferences).map(([topic, p]) => h('tr', {},
+    h('td', { class: 'mono', text: topic }), h('td', { text: p.subscribed ? 'yes' : 'no' }), timeCell(p.updatedAt))), 'No topic choices.')));
 
   add(body, h('h2', { text: 'Merge an anonymous id into this person' }), mergeForm(s));
   add(body, h('h2', { text: 'Erase' }), eraseForm(s));
@@ -551,7 +551,7 @@ async function verificationView(main, _argument, alive) {
   const calls = Number(stats.unverifiedAppCalls24h || 0);
   const share = identified ? Math.round((verified / identified) * 100) : 0;
 
-  add(body, h('p', { class: 'rule', text: 'Ship proofs first, watch this reach zero, then enforce.' }));
+  add(body, h('p', { class: 'muted', text: 'Whether the app already sends proofs: the share of identified subscribers verified, and the app calls of the last 24 hours that came without one (counted since this server started).' }));
   add(body, h('div', { class: 'gauges' },
     h('div', { class: 'gauge' },
       h('div', { class: 'muted', text: 'Verified of identified subscribers' }),
@@ -560,9 +560,8 @@ async function verificationView(main, _argument, alive) {
       h('div', { class: 'small', id: 'verified-counts', text: verified + ' verified of ' + identified + ' identified' })),
     h('div', { class: 'gauge' },
       h('div', { class: 'muted', text: 'Unverified app calls, last 24 hours' }),
-      h('div', { class: 'figure', id: 'unverified-calls', text: String(calls) }),
-      h('meter', { min: '0', max: String(Math.max(calls, 1)), value: String(calls), low: '0.5', high: '1', optimum: '0', 'aria-label': 'unverified app calls' }),
-      h('div', { class: 'small', text: calls === 0 ? 'None: every app call carried a proof.' : 'These calls would be refused once verification is required.' }))));
+      h('div', { class: 'figure ' + (calls === 0 ? 'good' : 'bad'), id: 'unverified-calls', text: String(calls) }),
+      h('div', { class: 'small', text: calls === 0 ? 'Zero: every app call carried a proof.' : 'These calls would be refused once verification is required.' }))));
 
   const status = h('div', { role: 'status', id: 'require-status' });
   const toggle = h('input', { type: 'checkbox', id: 'require-verification', checked: tenant.requireVerification });
@@ -586,8 +585,9 @@ async function verificationView(main, _argument, alive) {
   });
   const advice = calls > 0 ? h('p', { class: 'warn', text: calls + ' unverified app call(s) in the last 24 hours: enforcing now would refuse them.' })
     : h('p', { class: 'notice', text: 'No unverified app calls in the last 24 hours.' });
-  add(body, h('section', { class: 'panel' },
+  add(body, h('section', { class: 'panel enforce' },
     h('div', { class: 'check' }, toggle, h('label', { for: 'require-verification' }, h('strong', { text: 'Require verification' }), h('span', { class: 'hint', text: ' Every app call that names an external id needs an identity hash or token.' }))),
+    h('p', { class: 'rule', text: 'Ship proofs first, watch this reach zero, then enforce.' }),
     advice, status,
     h('button', { type: 'button', class: 'secondary', text: 'Refresh', onclick: route })));
 }
@@ -786,22 +786,24 @@ async function listKeys(listing, alive) {
   clear(listing);
   const mine = store.key;
   add(listing, table(['Prefix', 'Kind', 'Id', 'Created', 'State', ''], keys.map((key) => {
-    const state = h('td', {}, key.revokedAt ? badge('revoked', 'revoked ' + time(key.revokedAt)) : badge('verified', 'active'));
+    const state = h('td', {}, key.revokedAt ? [badge('revoked', 'revoked'), h('div', { class: 'small muted', title: key.revokedAt, text: time(key.revokedAt) })] : badge('verified', 'active'));
     const action = h('td', {});
     if (!key.revokedAt) {
       const yours = mine.startsWith(key.prefix);
       const start = h('button', { type: 'button', class: 'secondary', 'data-revoke': key.id, text: 'Revoke…' });
       const confirm = h('span', { class: 'row', hidden: true },
-        h('span', { class: 'small', text: 'Revoke ' + key.prefix + '…' + (yours ? ' (maybe the key you signed in with)' : '') + '? It stops working at once.' }),
+        h('span', { class: 'small', text: 'Revoke ' + key.prefix + '…' + (yours ? ' This may be the key you are signed in with.' : '') + '? It stops working at once.' }),
         h('button', {
           type: 'button', class: 'danger', 'data-revoke-confirm': key.id, text: 'Revoke',
           onclick: async (event) => {
             event.target.disabled = true;
             try {
               await api('DELETE', '/v1/keys/' + enc(key.id));
+              add(action, h('p', { class: 'notice small', text: 'Revoked.' }));
               await listKeys(listing, alive);
             } catch (error) {
-              add(action, errorBox(error));
+              // A 401 means this was the signed-in key: the banner says so.
+              if (error.code !== 'unauthorized') add(action, errorBox(error));
             }
           },
         }),
@@ -977,6 +979,7 @@ async function tenantsView(main) {
       try {
         const data = (await api('POST', '/v1/tenants', { name: nameInput.value }, { tenant: '' })).data;
         rememberTenant(data.tenant);
+        nameInput.value = '';
         store.tenant = data.tenant.id;
         renderTenantSwitcher();
         renderKnown();

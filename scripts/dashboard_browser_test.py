@@ -8,6 +8,7 @@ Screenshots go to $DASHBOARD_SCREENSHOTS.
 """
 
 import argparse
+import base64
 import hashlib
 import hmac
 import json
@@ -175,9 +176,15 @@ class Page:
         self.wait(lambda d: not d.find_elements(By.CSS_SELECTOR, "main .loading"), what="loading to finish")
 
     def shot(self, name):
+        """The whole page, not only the window: DevTools captures beyond the viewport."""
         self.drain_logs()
         path = os.path.join(SHOTS, name + ".png")
-        self.driver.save_screenshot(path)
+        size = self.driver.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
+        image = self.driver.execute_cdp_cmd("Page.captureScreenshot", {
+            "format": "png", "captureBeyondViewport": True,
+            "clip": {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}})
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(image["data"]))
         print("screenshot:", path)
 
     def drain_logs(self):
@@ -223,6 +230,15 @@ def main():
             "externalId": "ada", "anonymousId": anonymous, "identityHash": identity_hash(identity_secret, "ada"),
             "attributes": {"theme": "dark"}})
         check(status == 200 and body["data"]["merge"]["shape"] == "absorb", "ada signs in on the device: absorb")
+        proof = {"BuzzKit-Identity-Hash": identity_hash(identity_secret, "ada")}
+        status, _ = server.call("PUT", "/v1/subscribers/ada/push-subscriptions/iphone-1", client_key, {
+            "token": "apns-<b>token</b>", "platform": "ios", "permission": "authorized",
+            "device": {"appVersion": "2.1", "osVersion": "18.1", "model": "iPhone16,1", "locale": "en_GB"}},
+            headers=proof)
+        check(status == 200, "ada's phone registers for push")
+        status, _ = server.call("PUT", "/v1/subscribers/ada/preferences", client_key, {"topics": {"news": False}},
+                                headers=proof)
+        check(status == 200, "ada turns the news topic off")
         for i in range(3):
             server.call("POST", "/v1/events", client_key, {
                 "subscriberId": "anon_" + alnum(21), "events": [{"id": "x%d" % i, "name": "app_opened"}]})
@@ -283,6 +299,10 @@ def main():
                    for row in driver.find_elements(By.CSS_SELECTOR, "tr[data-attribute]")}
         check(sources.get("plan") == "backend" and sources.get("theme") == "app",
               "attributes say who set them: %r" % sources)
+        push = driver.find_element(By.CSS_SELECTOR, "#push-subscriptions").text
+        check("iphone-1" in push and "apns-<b>token</b>" in push, "the push subscription shows, its token as text")
+        check("iPhone16,1" in driver.find_element(By.CSS_SELECTOR, "#devices").text, "the device shows")
+        check("news" in driver.find_element(By.CSS_SELECTOR, "#preferences").text, "the topic choice shows")
         page.shot("03-subscriber")
         driver.set_window_size(390, 844)
         time.sleep(0.3)
@@ -296,9 +316,23 @@ def main():
         page.wait(lambda d: other in d.find_element(By.ID, "aliases").text, what="the merged id among the aliases")
         print("ok: a backend merge from the page adds the anonymous id to ada")
 
+        # Erase grace, confirming with her id.
+        page.go("#/subscriber/grace")
+        page.click("#erase-start")
+        page.type("#erase-confirm-id", "gracE")
+        page.click("#erase-confirm")
+        page.text_in("main .confirm", "Type the id exactly")
+        status, _ = server.call("GET", "/v1/subscribers/grace", secret_key)
+        check(status == 200, "a wrong confirmation erases nothing")
+        page.type("#erase-confirm-id", "grace")
+        page.click("#erase-confirm")
+        page.visible("#subscriber-list table")
+        status, _ = server.call("GET", "/v1/subscribers/grace", secret_key)
+        check(status == 404, "erasing from the page deletes the person")
+
         # Verification: the counts, then enforce and watch the API refuse an unproven identify.
         page.go("#/verification")
-        page.text_in("#verified-counts", "1 verified of 2 identified")
+        page.text_in("#verified-counts", "1 verified of 1 identified")
         page.shot("05-verification")
         check(not driver.find_element(By.ID, "require-verification").is_selected(), "verification starts off")
         page.click("#require-verification")

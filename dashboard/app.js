@@ -77,7 +77,7 @@ function time(value) {
   return date.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
 }
 
-function timeCell(value) { return h('td', { title: value || '', text: time(value) }); }
+function timeCell(value) { return h('td', { class: 'time', title: value || '', text: time(value) }); }
 
 /** A JSON value as text: strings as they are, everything else as JSON. */
 function show(value) { return typeof value === 'string' ? value : JSON.stringify(value); }
@@ -853,8 +853,8 @@ async function webhooksView(main, _argument, alive) {
       create.disabled = true;
       try {
         const data = (await api('POST', '/v1/webhooks', request)).data;
+        await listWebhooks(list, alive);
         add(created, h('p', { class: 'notice', text: 'Added ' + data.webhook.url + '. Its signing secret is shown this once.' }), secretBox('Signing secret', data.secret, 'webhook-secret'));
-        setTimeout(() => { if (alive()) listWebhooks(list, alive); }, 0);
       } catch (error) {
         add(created, errorBox(error));
       } finally {
@@ -892,11 +892,11 @@ function renderWebhooks(list, webhooks, alive) {
         h('dt', { text: 'Created' }), h('dd', { text: time(webhook.createdAt) })),
       h('div', { class: 'row' },
         h('button', {
-          type: 'button', class: 'secondary', text: 'Deliveries',
+          type: 'button', class: 'secondary', 'data-action': 'deliveries', text: 'Deliveries',
           onclick: () => showDeliveries(deliveries, webhook.id, '').catch((error) => { clear(deliveries); add(deliveries, errorBox(error)); }),
         }),
         h('button', {
-          type: 'button', class: 'secondary', text: 'Send a test event',
+          type: 'button', class: 'secondary', 'data-action': 'test', text: 'Send a test event',
           onclick: async () => {
             clear(out);
             try {

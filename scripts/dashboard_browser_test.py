@@ -54,7 +54,9 @@ class Server:
         self.directory = tempfile.mkdtemp(prefix="buzzkit-dashboard-")
         self.database = os.path.join(self.directory, "buzzkit.sqlite")
         self.workspace_key = "bk_ws_" + alnum(32)
-        self.env = dict(os.environ, BUZZKIT_BOOTSTRAP_WORKSPACE_KEY=self.workspace_key)
+        # The webhooks view's receiver listens on loopback, which the server refuses by default.
+        self.env = dict(os.environ, BUZZKIT_BOOTSTRAP_WORKSPACE_KEY=self.workspace_key,
+                        BUZZKIT_WEBHOOK_ALLOW_PRIVATE_NETWORKS="true")
         self.process = None
         self.port = None
 
@@ -200,6 +202,61 @@ class Page:
         self.click("#signin-submit")
 
 
+# MARK: - Webhooks, on a server that has them (API.md section 14)
+
+
+class Receiver:
+    """A loopback endpoint that answers 204 and remembers the event types it got."""
+
+    def __init__(self):
+        import http.server
+        import threading
+        received = self.received = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                try:
+                    received.append(json.loads(body).get("type"))
+                except ValueError:
+                    received.append(None)
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.url = "http://127.0.0.1:%d/hook" % self.httpd.server_address[1]
+
+    def stop(self):
+        self.httpd.shutdown()
+
+
+def webhooks_view(page, server):
+    driver = page.driver
+    receiver = Receiver()
+    try:
+        page.type("#webhook-url", receiver.url)
+        page.type("#webhook-description", "<i>ops</i> receiver")
+        page.type("#webhook-events", "subscriber.created" + Keys.ENTER)
+        check(page.visible("#webhook-secret").text.startswith("whsec_"), "a new endpoint's secret is shown once")
+        section = page.visible("section[data-webhook]")
+        check("<i>ops</i> receiver" in section.text, "the endpoint is listed, its description as text")
+        page.click("section[data-webhook] button[data-action='test']")
+        page.text_in("section[data-webhook]", "Test event")
+        deadline = time.time() + 20
+        while "webhook.test" not in receiver.received and time.time() < deadline:
+            time.sleep(0.2)
+        check("webhook.test" in receiver.received, "the test event reached the receiver")
+        page.click("section[data-webhook] button[data-action='deliveries']")
+        page.text_in("section[data-webhook]", "webhook.test")
+        print("ok: the deliveries list shows the test delivery")
+    finally:
+        receiver.stop()
+
+
 # MARK: - The scenario
 
 
@@ -254,8 +311,10 @@ def main():
         check(not driver.find_element(By.ID, "app").is_displayed(), "a wrong key does not open the dashboard")
         page.shot("01-sign-in-wrong-key")
 
-        # Sign in with the secret key: the subscribers view, newest first.
-        page.sign_in(secret_key)
+        # Sign in with the secret key, from the keyboard alone: the subscribers view, newest first.
+        driver.get(server.origin + "/dashboard")
+        check(driver.switch_to.active_element.get_attribute("id") == "signin-key", "the key field has the focus")
+        driver.switch_to.active_element.send_keys(secret_key + Keys.ENTER)
         page.visible("#subscriber-list table")
         page.idle()
         rows = driver.find_elements(By.CSS_SELECTOR, "#subscriber-list tbody tr")
@@ -402,7 +461,7 @@ def main():
             check("not available" in driver.find_element(By.ID, "webhooks-unavailable").text,
                   "this server has no webhooks, and the view says so")
         else:
-            print("ok: the webhooks view lists endpoints")
+            webhooks_view(page, server)
         page.shot("09-webhooks")
 
         # A key revoked while signed in: the page says so instead of going blank.

@@ -792,13 +792,16 @@ async function listKeys(listing, alive) {
       const yours = mine.startsWith(key.prefix);
       const start = h('button', { type: 'button', class: 'secondary', 'data-revoke': key.id, text: 'Revoke…' });
       const confirm = h('span', { class: 'row', hidden: true },
-        h('span', { class: 'small', text: 'Revoke ' + key.prefix + '…' + (yours ? ' This may be the key you are signed in with.' : '') + '? It stops working at once.' }),
+        h('span', { class: 'small', text: 'Revoke ' + key.prefix + '…? It stops working at once.' + (yours ? ' This may be the key you are signed in with.' : '') }),
         h('button', {
           type: 'button', class: 'danger', 'data-revoke-confirm': key.id, text: 'Revoke',
           onclick: async (event) => {
             event.target.disabled = true;
             try {
               await api('DELETE', '/v1/keys/' + enc(key.id));
+              clear(state);
+              add(state, badge('revoked', 'revoked'));
+              clear(action);
               add(action, h('p', { class: 'notice small', text: 'Revoked.' }));
               await listKeys(listing, alive);
             } catch (error) {

@@ -39,7 +39,8 @@ import Testing
         #expect(response.status == 200, "\(response.text)")
         #expect(response.header("Content-Type") == "text/html; charset=utf-8")
         expectSecurityHeaders(response, "/dashboard")
-        #expect(response.body == index, "/dashboard is not the bytes of dashboard/index.html")
+        let same = response.body == index
+        #expect(same, "/dashboard (\(response.body.count) bytes) is not dashboard/index.html (\(index.count) bytes)")
     }
 
     @Test func everyFileIsServedAsItIsInTheRepository() throws {
@@ -56,8 +57,14 @@ import Testing
             #expect(response.status == 200, "\(path): \(response.text)")
             #expect(response.header("Content-Type") == type, "\(path)")
             expectSecurityHeaders(response, path)
+            // Compared as a Bool so a failure names sizes and the first difference, not every byte.
+            let same = response.body == bytes
+            let common = min(response.body.count, bytes.count)
+            let firstDifference = (0..<common).first { response.body[$0] != bytes[$0] } ?? common
             #expect(
-                response.body == bytes, "\(path) differs from dashboard/\(name): rebuild, or the embedding is lossy")
+                same,
+                "\(path) (\(response.body.count) bytes) differs from dashboard/\(name) (\(bytes.count) bytes) from byte \(firstDifference) on: rebuild, or the embedding is lossy"
+            )
         }
     }
 

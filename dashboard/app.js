@@ -857,6 +857,9 @@ async function webhooksView(main, _argument, alive) {
       try {
         const data = (await api('POST', '/v1/webhooks', request)).data;
         await listWebhooks(list, alive);
+        url.value = '';
+        events.value = '';
+        description.value = '';
         add(created, h('p', { class: 'notice', text: 'Added ' + data.webhook.url + '. Its signing secret is shown this once.' }), secretBox('Signing secret', data.secret, 'webhook-secret'));
       } catch (error) {
         add(created, errorBox(error));

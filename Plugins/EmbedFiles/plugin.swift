@@ -3,41 +3,48 @@ import PackagePlugin
 
 /// Compiles files from the repository root into the target as Swift string literals, so the
 /// `buzzkit` binary carries them wherever it runs from: `migrations/*.sql` into `Storage`,
-/// the hand-written `openapi.json` and the `dashboard/` page into `API`.
+/// the hand-written `openapi.json` into `API`.
 @main
 struct EmbedFiles: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: any Target) throws -> [Command] {
         let root = context.package.directoryURL
+        let files: [URL]
+        let variable: String
         switch target.name {
         case "API":
-            return [
-                try command(context, target, "embeddedOpenAPIDocuments", [root.appendingPathComponent("openapi.json")]),
-                try command(
-                    context, target, "embeddedDashboardFiles",
-                    files(in: root.appendingPathComponent("dashboard"), extensions: ["html", "css", "js", "svg"])),
-            ]
+            files = [root.appendingPathComponent("openapi.json")]
+            variable = "embeddedOpenAPIDocuments"
         default:
-            let migrations = files(in: root.appendingPathComponent("migrations"), extensions: ["sql"])
-            return [try command(context, target, "embeddedMigrations", migrations)]
+            let migrations = root.appendingPathComponent("migrations")
+            files = ((try? FileManager.default.contentsOfDirectory(at: migrations, includingPropertiesForKeys: nil)) ?? [])
+                .filter { $0.pathExtension == "sql" }
+                .sorted { $0.lastPathComponent < $1.lastPathComponent }
+            variable = "embeddedMigrations"
         }
-    }
-
-    /// The files of one folder with these extensions, sorted by name.
-    private func files(in folder: URL, extensions: Set<String>) -> [URL] {
-        ((try? FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)) ?? [])
-            .filter { extensions.contains($0.pathExtension) }
-            .sorted { $0.lastPathComponent < $1.lastPathComponent }
-    }
-
-    private func command(_ context: PluginContext, _ target: any Target, _ variable: String, _ files: [URL]) throws
-        -> Command
-    {
         let output = context.pluginWorkDirectoryURL.appendingPathComponent("Embedded_\(variable).swift")
-        return .buildCommand(
-            displayName: "Embedding \(files.count) file(s) into \(target.name) as \(variable)",
-            executable: try context.tool(named: "FileEmbedder").url,
-            arguments: [output.path, variable] + files.map(\.path),
-            inputFiles: files,
-            outputFiles: [output])
+        var commands: [Command] = [
+            .buildCommand(
+                displayName: "Embedding \(files.count) file(s) into \(target.name)",
+                executable: try context.tool(named: "FileEmbedder").url,
+                arguments: [output.path, variable] + files.map(\.path),
+                inputFiles: files,
+                outputFiles: [output])
+        ]
+        // The dashboard's page, script and styles (API.md §15) go into `API` too, as a second list.
+        if target.name == "API" {
+            let folder = root.appendingPathComponent("dashboard")
+            let page = ((try? FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)) ?? [])
+                .filter { ["html", "css", "js", "svg"].contains($0.pathExtension) }
+                .sorted { $0.lastPathComponent < $1.lastPathComponent }
+            let pageOutput = context.pluginWorkDirectoryURL.appendingPathComponent("Embedded_embeddedDashboardFiles.swift")
+            commands.append(
+                .buildCommand(
+                    displayName: "Embedding \(page.count) dashboard file(s) into API",
+                    executable: try context.tool(named: "FileEmbedder").url,
+                    arguments: [pageOutput.path, "embeddedDashboardFiles"] + page.map(\.path),
+                    inputFiles: page,
+                    outputFiles: [pageOutput]))
+        }
+        return commands
     }
 }

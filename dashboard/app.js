@@ -286,7 +286,8 @@ function route() {
   if (!store.key) { showSignIn(); return; }
   const [, name, ...rest] = (location.hash || '#/subscribers').split('/');
   const view = views[name] ? name : 'subscribers';
-  const argument = rest.length ? decodeURIComponent(rest.join('/')) : '';
+  let argument = rest.join('/');
+  try { argument = decodeURIComponent(argument); } catch { /* a hand-typed, malformed %-escape: use it as typed */ }
   for (const link of document.querySelectorAll('nav.views a')) {
     const current = link.dataset.view === view || (view === 'subscriber' && link.dataset.view === 'subscribers');
     if (current) link.setAttribute('aria-current', 'page'); else link.removeAttribute('aria-current');

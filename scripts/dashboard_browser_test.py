@@ -417,6 +417,14 @@ def main():
         page.text_in("#settings-result", "Saved")
         status, body = server.call("POST", "/v1/identify", client_key, {"externalId": "tester"})
         check(status == 400 and body["error"]["code"] == "invalid_external_id", "a blocked id set on the page is refused")
+        if driver.find_elements(By.ID, "setting-maxAliases"):
+            # A rule the page leaves to the API: its refusal is shown in the API's own words.
+            _, refusal = server.call("PATCH", "/v1/tenant", secret_key, {"maxAliases": 0})
+            page.type("#setting-maxAliases", "0")
+            page.click("#settings-save")
+            shown = page.text_in("#settings-result", refusal["error"]["message"])
+            check(refusal["error"]["code"] in shown, "an API refusal is shown with its message: %r" % shown)
+            page.type("#setting-maxAliases", "1000")
         page.shot("06-settings")
 
         # Identity secret: reveal, rotate, see when the old one stops.

@@ -54,7 +54,7 @@ enum DashboardController {
 
     private static func serve(_ name: String) throws(APIError) -> Outcome {
         guard let asset = assets[name] else {
-            throw APIError(.notFound, code: "not_found", message: "The dashboard has no file named '\(name)'.")
+            throw APIError(APIError.Code.notFound, message: "The dashboard has no file named '\(name)'.")
         }
         var headers: HTTPHeaders = ["Content-Type": asset.contentType]
         for (name, value) in securityHeaders { headers.add(name: name, value: value) }

@@ -184,7 +184,10 @@ class Page:
         size = self.driver.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
         image = self.driver.execute_cdp_cmd("Page.captureScreenshot", {
             "format": "png", "captureBeyondViewport": True,
-            "clip": {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}})
+            # The window's width, scroll bar included: the content size leaves the scroll bar's
+            # 15 px out and would crop the right edge of the page.
+            "clip": {"x": 0, "y": 0, "width": max(size["width"], self.driver.execute_script("return window.innerWidth")),
+                     "height": size["height"], "scale": 1}})
         with open(path, "wb") as f:
             f.write(base64.b64decode(image["data"]))
         print("screenshot:", path)
@@ -325,6 +328,10 @@ def main():
               "the key is kept in sessionStorage")
         check(driver.execute_script("return localStorage.length") == 0, "nothing in localStorage")
         page.shot("02-subscribers")
+        driver.set_window_size(390, 844)
+        time.sleep(0.3)
+        page.shot("02-subscribers-phone")
+        driver.set_window_size(1280, 1000)
         page.click("button[data-filter='verified']")
         page.idle()
         page.wait(lambda d: [a.text for a in d.find_elements(By.CSS_SELECTOR, "#subscriber-list tbody td a")] == ["ada"],

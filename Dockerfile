@@ -11,8 +11,12 @@ COPY Package.swift ./
 COPY Plugins ./Plugins
 COPY Sources ./Sources
 COPY Tests ./Tests
+# Package.swift names targets in these too (the SDK's example and bench): without them it does not load.
+COPY Examples ./Examples
+COPY bench/sdk ./bench/sdk
 COPY migrations ./migrations
 COPY openapi.json ./
+COPY dashboard ./dashboard
 RUN swift build -c release --static-swift-stdlib --product buzzkit \
     && mkdir -p /out && cp "$(swift build -c release --show-bin-path)/buzzkit" /out/
 # The static backtracer prints a readable crash report from a binary with no debug tools around.

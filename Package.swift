@@ -22,6 +22,7 @@ let package = Package(
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+        .systemLibrary(name: "COpenSSLTLS", path: "Sources/COpenSSLTLS"),
 
         // MARK: - Wire format, event loop, server
         .target(name: "HTTP1", swiftSettings: swiftSettings),
@@ -48,7 +49,13 @@ let package = Package(
             name: "API", dependencies: ["HTTPServer", "Identity", "JSON"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         .executableTarget(
-            name: "CLI", dependencies: ["API", "Storage", "SQLite"],
+            name: "CLI", dependencies: ["API", "Storage", "SQLite", "WebhookSigning"],
+            swiftSettings: swiftSettings),
+
+        // MARK: - Webhooks: signing and the outbound HTTP client the delivery worker plugs in
+        .target(name: "WebhookSigning", dependencies: ["Crypto"], swiftSettings: swiftSettings),
+        .target(
+            name: "WebhookClient", dependencies: ["COpenSSLTLS", "HTTP1", "Reactor"],
             swiftSettings: swiftSettings),
 
         // MARK: - The client SDK (depends on nothing of the server), its example and bench
@@ -85,6 +92,12 @@ let package = Package(
         .testTarget(
             name: "BuzzKitEndToEndTests",
             dependencies: ["BuzzKit", "BuzzKitExample", "CLI", "TestSupport", "Identity"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "WebhookSigningTests", dependencies: ["WebhookSigning", "Crypto"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "WebhookClientTests", dependencies: ["WebhookClient", "Reactor"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "EndToEndTests", dependencies: ["CLI", "TestSupport", "Identity", "JSON", "HTTP1"],

@@ -36,6 +36,11 @@ struct EmbedFiles: BuildToolPlugin {
             let page = ((try? FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)) ?? [])
                 .filter { ["html", "css", "js", "svg"].contains($0.pathExtension) }
                 .sorted { $0.lastPathComponent < $1.lastPathComponent }
+            // Fail the build rather than ship a binary whose /dashboard is a 404 (a build context,
+            // such as a Dockerfile's, that left the folder out).
+            guard page.contains(where: { $0.lastPathComponent == "index.html" }) else {
+                throw PluginError.missing(folder.path + "/index.html")
+            }
             let pageOutput = context.pluginWorkDirectoryURL.appendingPathComponent("Embedded_embeddedDashboardFiles.swift")
             commands.append(
                 .buildCommand(
@@ -46,5 +51,15 @@ struct EmbedFiles: BuildToolPlugin {
                     outputFiles: [pageOutput]))
         }
         return commands
+    }
+}
+
+/// A file the build needs is not in the package.
+enum PluginError: Error, CustomStringConvertible {
+    case missing(String)
+    var description: String {
+        switch self {
+        case .missing(let path): "EmbedFiles: \(path) is missing"
+        }
     }
 }

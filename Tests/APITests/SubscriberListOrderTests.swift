@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// `GET /v1/subscribers?order=newest`: the dashboard's list, newest first in keyset pages, with
-/// the same filters as the default order and cursors that belong to their order.
+/// the same filters as the default order and cursors that belong to their order, on every store.
 @Suite struct SubscriberListOrderTests {
     /// A tenant holding, in creation order: identified `u0`…`u4` (u1 and u3 verified through a
     /// proof) interleaved with anonymous ones `a0`…`a4`.
@@ -14,8 +14,8 @@ import Testing
         var created: [String] = []
         let verified: Set<String> = ["u1", "u3"]
 
-        init() throws {
-            app = try InProcessApp()
+        init(_ kind: StoreKind) throws {
+            app = try InProcessApp(store: kind)
             tenant = try app.createTenant()
             for i in 0..<5 {
                 let id = "u\(i)"
@@ -52,8 +52,9 @@ import Testing
         }
     }
 
-    @Test func newestFirstIsTheReverseOfCreationOrderAcrossPages() throws {
-        let f = try Fixture()
+    @Test(arguments: StoreKind.available)
+    func newestFirstIsTheReverseOfCreationOrderAcrossPages(_ kind: StoreKind) throws {
+        let f = try Fixture(kind)
         let (ids, pages) = try f.walk("&order=newest", limit: 3)
         #expect(ids == f.created.reversed())
         #expect(pages == [3, 3, 3, 1])
@@ -62,8 +63,9 @@ import Testing
         #expect(try f.walk("&order=oldest", limit: 4).ids == f.created)
     }
 
-    @Test func filtersKeepTheOrder() throws {
-        let f = try Fixture()
+    @Test(arguments: StoreKind.available)
+    func filtersKeepTheOrder(_ kind: StoreKind) throws {
+        let f = try Fixture(kind)
         let anonymous = f.created.filter { $0.hasPrefix("anon_") }
         let identified = f.created.filter { !$0.hasPrefix("anon_") }
         #expect(try f.walk("&order=newest&anonymous=true", limit: 2).ids == anonymous.reversed())
@@ -78,7 +80,7 @@ import Testing
     }
 
     @Test func aCursorBelongsToItsOrder() throws {
-        let f = try Fixture()
+        let f = try Fixture(.sqlite)
         let newest = try f.app.send("GET", "/v1/subscribers?order=newest&limit=2", headers: f.tenant.backend)
         let newestCursor = try #require(newest.data?["nextCursor"] as? String)
         let oldest = try f.app.send("GET", "/v1/subscribers?limit=2", headers: f.tenant.backend)
@@ -93,8 +95,9 @@ import Testing
             try f.app.send("GET", "/v1/subscribers?order=latest", headers: f.tenant.backend), 400, "invalid_request")
     }
 
-    @Test func subscriberShowsWhoSetEachAttribute() throws {
-        let f = try Fixture()
+    @Test(arguments: StoreKind.available)
+    func subscriberShowsWhoSetEachAttribute(_ kind: StoreKind) throws {
+        let f = try Fixture(kind)
         expectOK(
             try f.app.send(
                 "PUT", "/v1/subscribers/u0", json: ["attributes": ["plan": "pro"]], headers: f.tenant.backend))

@@ -53,8 +53,10 @@ let package = Package(
         .target(
             name: "API", dependencies: ["HTTPServer", "Identity", "JSON"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
+        // `buzzkit copy`: one reader and one writer per engine behind a small seam.
+        .target(name: "StoreCopy", dependencies: ["SQLite", "Postgres", "JSON"], swiftSettings: swiftSettings),
         .executableTarget(
-            name: "CLI", dependencies: ["API", "Storage", "SQLite", "PostgresStorage", "WebhookSigning"],
+            name: "CLI", dependencies: ["API", "Storage", "SQLite", "PostgresStorage", "StoreCopy", "WebhookSigning"],
             swiftSettings: swiftSettings),
 
         // MARK: - Webhooks: signing and the outbound HTTP client the delivery worker plugs in
@@ -103,6 +105,10 @@ let package = Package(
         .testTarget(
             name: "BuzzKitEndToEndTests",
             dependencies: ["BuzzKit", "BuzzKitExample", "CLI", "TestSupport", "Identity"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "StoreCopyTests",
+            dependencies: ["StoreCopy", "SQLite", "Storage", "Postgres", "PostgresStorage", "TestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "WebhookSigningTests", dependencies: ["WebhookSigning", "Crypto"],

@@ -93,6 +93,7 @@ package final class Application: Responder {
         routes += EventController().routes
         routes += DeviceController().routes
         routes += KeyController().routes
+        routes += DashboardController.routes
         for i in routes.indices { routes[i].name = "\(routes[i].method.rawValue) \(routes[i].path)" }
         self.routes = routes
         var router = Router<Route>()

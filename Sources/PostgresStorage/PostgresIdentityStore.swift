@@ -24,7 +24,7 @@ package final class PostgresIdentityStore: IdentityStore, StoreLifecycle, Authen
         package var poolSize = 10
         /// Writer threads, each committing one group at a time; at most `poolSize - 1`. One is
         /// the default: two groups of one server in flight at once only conflict with each other
-        /// (serializable retries) without committing more, since each group takes every queued job.
+        /// (waiting on each other's row locks) without committing more, since each group takes every queued job.
         package var writerThreads = 1
         /// Jobs per write transaction at most.
         package var maxWriteBatch = 64

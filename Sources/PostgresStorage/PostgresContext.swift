@@ -14,6 +14,10 @@ struct PostgresContext: IdentityWriteContext {
     var effects: GroupEffects? = nil
     /// Told what a row held that was skipped rather than refused (an unknown tenant setting), for the log.
     var onSkipped: (@Sendable (_ operation: String, _ error: any Error) -> Void)? = nil
+    /// Writes run `READ COMMITTED`: the subscriber and tenant rows a job reads are locked
+    /// (`FOR UPDATE`), so a concurrent writer on the same rows waits for this one instead of
+    /// aborting, and then reads what it committed.
+    var locksRows: Bool { effects != nil }
 
     // MARK: - Tenancy
 
@@ -22,7 +26,7 @@ struct PostgresContext: IdentityWriteContext {
             let row = try db.queryOne(
                 """
                 SELECT id, workspace_id, name, settings, identity_secret, previous_secret, previous_expires_at, created_at
-                FROM tenants WHERE id = $1
+                FROM tenants WHERE id = $1\(locksRows ? " FOR UPDATE" : "")
                 """, [id])
         else { return nil }
         guard let settingsJSON = (try? JSONParser.parse(Array(try row.string(3).utf8)))?.objectValue else {
@@ -152,12 +156,29 @@ struct PostgresContext: IdentityWriteContext {
         WHERE a.tenant_id = $1 AND a.alias = $2 AND NOT s.retired
         """
 
+    private static let lockSubscriberByKeySQL = subscriberByKeySQL + " FOR UPDATE"
+
     func subscriber(key: Int64) throws -> SubscriberRecord? {
-        try db.queryOne(Self.subscriberByKeySQL, [key]).map(Self.subscriberRecord)
+        try db.queryOne(locksRows ? Self.lockSubscriberByKeySQL : Self.subscriberByKeySQL, [key])
+            .map(Self.subscriberRecord)
     }
 
     func subscriber(tenantID: String, alias: String) throws -> SubscriberRecord? {
-        try db.queryOne(Self.subscriberByAliasSQL, [tenantID, alias]).map(Self.subscriberRecord)
+        guard locksRows else {
+            return try db.queryOne(Self.subscriberByAliasSQL, [tenantID, alias]).map(Self.subscriberRecord)
+        }
+        // Lock the row the alias names, then check the alias still names it: a merge that
+        // committed while we waited may have moved the alias (and retired the row). Each pass
+        // follows one committed move, so this ends; the bound only guards against a bug.
+        var key = try subscriberKey(tenantID: tenantID, alias: alias)
+        for _ in 0..<16 {
+            guard let locked = key else { return nil }
+            let row = try db.queryOne(Self.lockSubscriberByKeySQL, [locked]).map(Self.subscriberRecord)
+            let now = try subscriberKey(tenantID: tenantID, alias: alias)
+            if now == locked { return row }
+            key = now
+        }
+        throw PostgresError(sqlState: "40001", message: "an alias kept moving while its subscriber was locked")
     }
 
     private static func subscriberRecord(_ row: PostgresRow) throws -> SubscriberRecord {

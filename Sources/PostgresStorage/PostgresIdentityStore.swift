@@ -25,7 +25,7 @@ package final class PostgresIdentityStore: IdentityStore, StoreLifecycle, Authen
         package var poolSize = 10
         /// Writer threads, each committing one group at a time; at most `poolSize - 1`. One is
         /// the default: two groups of one server in flight at once only conflict with each other
-        /// (serializable retries) without committing more, since each group takes every queued job.
+        /// (waiting on each other's row locks) without committing more, since each group takes every queued job.
         package var writerThreads = 1
         /// Jobs per write transaction at most.
         package var maxWriteBatch = 64
@@ -67,15 +67,19 @@ package final class PostgresIdentityStore: IdentityStore, StoreLifecycle, Authen
         self.pool = pool
         let observers = self.observers
         let purgeBox = PurgeBox()
+        let usage = UnverifiedCallBuckets(pool: pool)
+        self.usage = usage
         writer = PostgresWriter(
             pool: pool, threads: min(max(1, configuration.writerThreads), max(1, configuration.poolSize - 1)),
-            maxBatch: configuration.maxWriteBatch, onSkipped: onError
+            maxBatch: configuration.maxWriteBatch, onSkipped: onError,
+            onUnverifiedCalls: { calls in
+                for call in calls { usage.record(tenantID: call.tenantID, nowMillis: call.nowMillis) }
+            }
         ) { effects in
             if effects.authChanged { observers.notify() }
             if effects.retired { purgeBox.purge?.request() }
         }
         listener = AuthChangeListener(url: configuration.url, channel: Self.authChannel) { observers.notify() }
-        usage = UnverifiedCallBuckets(pool: pool)
         purge = RetiredPurge(writer: writer)
         purgeBox.purge = purge
         purge.request()  // whatever a previous run retired and did not finish purging
@@ -230,6 +234,9 @@ package final class PostgresIdentityStore: IdentityStore, StoreLifecycle, Authen
     // MARK: - UnverifiedCallLedger
 
     package func recordUnverifiedCall(tenantID: String, nowMillis: Int64) {
+        // Told from inside a write job, the call waits for the job's last try: a try that loses
+        // a race and runs again must not count the request twice.
+        if writer.hold(UnverifiedCall(tenantID: tenantID, nowMillis: nowMillis)) { return }
         usage.record(tenantID: tenantID, nowMillis: nowMillis)
     }
 

@@ -8,10 +8,14 @@ import Threads
 /// committing up to `maxBatch` queued jobs per transaction with a savepoint per job, so one
 /// job's failure undoes only itself (as `DatabaseWriter` does on SQLite).
 ///
-/// Transactions are `SERIALIZABLE`: a job reads the rows it changes (the alias of an
-/// anonymous id, the subscriber's `last_seq`), so two servers racing on one id or one timeline
-/// cannot both commit; the loser fails with `40001` (or `40P01`, or `23505` for a row both
-/// inserted) and its group runs again from the start, a bounded number of times with jitter.
+/// Transactions are `READ COMMITTED` with explicit row locks: every subscriber (and tenant) row a
+/// job reads is taken `FOR UPDATE` (see ``PostgresContext/locksRows``), so two servers racing
+/// on one id or one timeline queue on the row instead of aborting, and the second reads the
+/// first one's `last_seq` and aliases once it has the lock: seq stays gapless and a merge
+/// happens once. (`SERIALIZABLE` made 16 writers on one subscriber abort each other with
+/// `40001` until the retries ran out and clients got 503.) What still fails — a deadlock
+/// between two groups locking rows in different orders (`40P01`), a row both inserted
+/// (`23505`) — runs its group again from the start, a bounded number of times with jitter.
 /// A group that loses once is split: its jobs retry one by one, so a hot subscriber does not
 /// drag unrelated jobs through every retry.
 final class PostgresWriter: Sendable {
@@ -31,6 +35,11 @@ final class PostgresWriter: Sendable {
     /// Tries per group (and per job after a split), the first one included.
     static let attempts = 8
 
+    /// Unverified app calls told by the job tries running now, per writer thread: kept until
+    /// the try's fate is known, dropped when it runs again, so each request counts once.
+    private let heldCalls = Mutex<[pthread_t: [UnverifiedCall]]>([:])
+    private let onUnverifiedCalls: @Sendable ([UnverifiedCall]) -> Void
+
     private let pool: ConnectionPool
     private let maxBatch: Int
     private let queue = ConditionLock(Queue())
@@ -49,9 +58,11 @@ final class PostgresWriter: Sendable {
     ///   - afterCommit: Runs after each commit, before the jobs' completions (auth invalidation).
     init(
         pool: ConnectionPool, threads: Int, maxBatch: Int, onSkipped: (@Sendable (String, any Error) -> Void)? = nil,
+        onUnverifiedCalls: @escaping @Sendable ([UnverifiedCall]) -> Void = { _ in },
         afterCommit: @escaping @Sendable (GroupEffectsSnapshot) -> Void
     ) {
         self.onSkipped = onSkipped
+        self.onUnverifiedCalls = onUnverifiedCalls
         self.pool = pool
         self.maxBatch = max(1, maxBatch)
         self.afterCommit = afterCommit
@@ -103,7 +114,7 @@ final class PostgresWriter: Sendable {
             runAlone(jobs[0])
             return
         }
-        switch attempt(jobs) {
+        switch counting(jobs, final: false) {
         case .committed: return
         case .failed(let error):
             for job in jobs { job.fail(PostgresIdentityStore.domainError(error)) }
@@ -115,7 +126,7 @@ final class PostgresWriter: Sendable {
 
     private func runAlone(_ job: Job) {
         for attemptNumber in 1...Self.attempts {
-            switch attempt([job]) {
+            switch counting([job], final: attemptNumber == Self.attempts) {
             case .committed: return
             case .failed(let error):
                 job.fail(PostgresIdentityStore.domainError(error))
@@ -129,6 +140,29 @@ final class PostgresWriter: Sendable {
                 backOff(attempt: attemptNumber)
             }
         }
+    }
+
+    /// Keeps an unverified call told on this thread while a job try runs.
+    /// - Returns: false when this thread runs no job try (the caller counts the call itself).
+    func hold(_ call: UnverifiedCall) -> Bool {
+        let thread = pthread_self()
+        return heldCalls.withLock { held in
+            guard held[thread] != nil else { return false }
+            held[thread]!.append(call)
+            return true
+        }
+    }
+
+    /// One ``attempt(_:)`` with the unverified calls its jobs told held, then counted unless the
+    /// try runs again (`final`: it will not, whatever it returns).
+    private func counting(_ jobs: [Job], final: Bool) -> Outcome {
+        let thread = pthread_self()
+        heldCalls.withLock { $0[thread] = [] }
+        let outcome = attempt(jobs)
+        let calls = heldCalls.withLock { $0.removeValue(forKey: thread) } ?? []
+        if case .retry = outcome, !final { return outcome }
+        if !calls.isEmpty { onUnverifiedCalls(calls) }
+        return outcome
     }
 
     private enum Outcome {
@@ -145,7 +179,7 @@ final class PostgresWriter: Sendable {
         var failures: [(Int, any Error)] = []
         do {
             try pool.withConnection { db in
-                try db.transaction(.serializable) {
+                try db.transaction(.readCommitted) {
                     let context = PostgresContext(db: db, effects: effects, onSkipped: onSkipped)
                     for (index, job) in jobs.enumerated() {
                         do {
@@ -209,6 +243,12 @@ final class PostgresWriter: Sendable {
     }
 
     private struct AbandonGroup: Error {}
+}
+
+/// An app call on an external id without a valid proof, for the tenant's 24-hour count.
+struct UnverifiedCall: Sendable {
+    var tenantID: String
+    var nowMillis: Int64
 }
 
 /// What the store learns from a committed group.

@@ -86,6 +86,12 @@ package enum Merger {
         }
         target.updatedAt = now
         try ctx.updateSubscriber(target)
+        try WebhookOutbox.record(
+            .subscriberMerged,
+            [
+                "subscriberId": .string(target.id), "from": .string(anonymousID),
+                "shape": .string(result.shape.rawValue), "eventsMoved": .number(String(result.eventsMoved)),
+            ], tenantID: tenant.id, in: ctx, now: now)
         return (target, result)
     }
 

@@ -42,10 +42,12 @@ let package = Package(
             name: "Storage", dependencies: ["Identity", "SQLite"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         .target(
-            name: "API", dependencies: ["HTTPServer", "Identity", "JSON"],
+            name: "WebhookDelivery", dependencies: ["Identity", "Crypto"], swiftSettings: swiftSettings),
+        .target(
+            name: "API", dependencies: ["HTTPServer", "Identity", "JSON", "WebhookDelivery"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         .executableTarget(
-            name: "CLI", dependencies: ["API", "Storage", "SQLite"],
+            name: "CLI", dependencies: ["API", "Storage", "SQLite", "WebhookDelivery"],
             swiftSettings: swiftSettings),
 
         // MARK: - Tests
@@ -70,7 +72,8 @@ let package = Package(
             dependencies: ["API", "TestSupport", "Identity", "JSON", "HTTP1", "HTTPServer", "Storage"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "EndToEndTests", dependencies: ["CLI", "TestSupport", "Identity", "JSON", "HTTP1"],
+            name: "EndToEndTests",
+            dependencies: ["CLI", "TestSupport", "Identity", "JSON", "HTTP1", "WebhookDelivery"],
             swiftSettings: swiftSettings),
     ]
 )

@@ -2,6 +2,7 @@ import HTTP1
 import HTTPServer
 import Identity
 import JSON
+import WebhookDelivery
 
 /// What a handler produced: an answer now (reads), or a job for the writer (writes).
 package enum Outcome: Sendable {
@@ -52,6 +53,8 @@ package struct ApplicationConfiguration: Sendable {
     package var clientKeyRatePerSecond: Double = 1000
     package var clientKeyBurst: Double = 2000
     package var logLevel: Logger.Level = .info
+    /// Where webhook endpoints may point (`webhookAllowPrivateNetworks`, API.md §14).
+    package var webhookDestinations = DestinationPolicy(allowPrivateNetworks: false)
     package init() {}
 }
 
@@ -64,6 +67,8 @@ package final class Application: Responder {
     let authenticator: Authenticator
     let rateLimiter: RateLimiter
     let usage: UnverifiedCallCounter
+    /// `Idempotency-Key`s whose first request is running (API.md §13).
+    let idempotencyInFlight = IdempotencyInFlight()
     private let router: Router<Route>
     package let routes: [Route]
 
@@ -87,6 +92,7 @@ package final class Application: Responder {
         routes += EventController().routes
         routes += DeviceController().routes
         routes += KeyController().routes
+        routes += WebhookController(destinations: configuration.webhookDestinations).routes
         for i in routes.indices { routes[i].name = "\(routes[i].method.rawValue) \(routes[i].path)" }
         self.routes = routes
         var router = Router<Route>()
@@ -155,6 +161,9 @@ package final class Application: Responder {
                 }
             }
             let tenant = context.caller?.tenant.id
+            if let claim = try IdempotencyClaim.read(request, route: route, key: context.key, tenantID: tenant) {
+                return respondIdempotently(claim, route: route, context: context) { finish($0, routeName, tenant) }
+            }
             switch try route.handler(context) {
             case .reply(let reply):
                 finish(render(reply, requestID: requestID), routeName, tenant)

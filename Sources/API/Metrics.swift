@@ -28,6 +28,7 @@ package final class Metrics: Sendable {
 
     private struct State {
         var merges: [String: UInt64] = [:]
+        var webhookDeliveries: [String: UInt64] = [:]
         var batchSizes = Histogram(Metrics.batchBuckets)
         var commitLatency = Histogram(Metrics.latencyBuckets)
     }
@@ -71,6 +72,11 @@ package final class Metrics: Sendable {
     /// Counts a merge by shape (rename, absorb, link, none).
     package func recordMerge(shape: String) {
         state.withLock { $0.merges[shape, default: 0] += 1 }
+    }
+
+    /// Counts one webhook delivery attempt by how it ended (succeeded, failed, disabled).
+    package func recordWebhookDelivery(result: String) {
+        state.withLock { $0.webhookDeliveries[result, default: 0] += 1 }
     }
 
     /// Observes one group commit of the writer.
@@ -122,6 +128,11 @@ package final class Metrics: Sendable {
         out += "# TYPE buzzkit_merges_total counter\n"
         for (shape, count) in snapshot.merges.sorted(by: { $0.key < $1.key }) {
             out += "buzzkit_merges_total{shape=\"\(shape)\"} \(count)\n"
+        }
+        out += "# HELP buzzkit_webhook_deliveries_total Webhook delivery attempts, by result.\n"
+        out += "# TYPE buzzkit_webhook_deliveries_total counter\n"
+        for (result, count) in snapshot.webhookDeliveries.sorted(by: { $0.key < $1.key }) {
+            out += "buzzkit_webhook_deliveries_total{result=\"\(result)\"} \(count)\n"
         }
         out += "# HELP buzzkit_write_batch_size Write requests committed together in one transaction.\n"
         out += "# TYPE buzzkit_write_batch_size histogram\n"

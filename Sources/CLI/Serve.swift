@@ -5,6 +5,7 @@ import Identity
 import JSON
 import SQLite
 import Storage
+import WebhookDelivery
 
 /// `buzzkit serve`: migrate, open the store, serve until SIGTERM or SIGINT, then drain.
 func serve(_ settings: Settings) throws {
@@ -44,6 +45,14 @@ func serve(_ settings: Settings) throws {
     metrics.setGauge("buzzkit_snapshot_cache_entries") { Double(store.cachedSnapshotCount) }
     let databasePath = settings.database
     metrics.setGauge("buzzkit_database_bytes") { Double(fileSize(databasePath) + fileSize(databasePath + "-wal")) }
+    // The outbox's reader: deliveries run on their own thread, never on a request's.
+    let webhooks = DeliveryWorker(
+        store: store, transport: PlainHTTPTransport(), configuration: settings.webhooks,
+        now: { SystemClock().now() }, onAttempt: { metrics.recordWebhookDelivery(result: $0.rawValue) })
+    metrics.setGauge("buzzkit_webhook_outbox_pending") {
+        Double((try? store.read { try $0.pendingWebhookDeliveryCount() }) ?? 0)
+    }
+    webhooks.start()
 
     // stdout may be a pipe (tests, supervisors): write the line unbuffered, in one call.
     let line = Array("listening on http://\(settings.host):\(port)\n".utf8)
@@ -54,6 +63,7 @@ func serve(_ settings: Settings) throws {
     sigwait(&signals, &received)
     logger.log(.info, "shutting down", ["signal": .string(received == SIGTERM ? "SIGTERM" : "SIGINT")])
     server.shutdown(drainTimeout: .seconds(settings.shutdownDrainSeconds))
+    webhooks.stop()
     store.close()
     logger.log(.info, "stopped")
 }

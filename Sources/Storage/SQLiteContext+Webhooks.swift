@@ -49,8 +49,8 @@ extension SQLiteContext {
     func purgeIdempotencyRecords(createdBefore cutoff: Timestamp, limit: Int) throws -> Int {
         try db.execute(
             """
-            DELETE FROM idempotency_records WHERE rowid IN (
-                SELECT rowid FROM idempotency_records WHERE created_at < ? ORDER BY created_at LIMIT ?)
+            DELETE FROM idempotency_records WHERE (scope, key) IN (
+                SELECT scope, key FROM idempotency_records WHERE created_at < ? ORDER BY created_at LIMIT ?)
             """, [cutoff.millis, limit])
         return db.changes
     }

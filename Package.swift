@@ -69,7 +69,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "APITests",
-            dependencies: ["API", "TestSupport", "Identity", "JSON", "HTTP1", "HTTPServer", "Storage"],
+            dependencies: ["API", "TestSupport", "Identity", "JSON", "HTTP1", "HTTPServer", "Storage", "SQLite"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "EndToEndTests",

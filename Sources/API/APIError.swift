@@ -4,6 +4,31 @@ import JSON
 
 /// An error answer: status, stable code, message, optional details (API.md §2).
 package struct APIError: Error, Sendable {
+    /// A code only the API layer refuses with, with its status beside it, each declared once;
+    /// codes the domain also uses (`invalid_request`, `forbidden`, `unavailable`…) are
+    /// `IdentityError.Code`'s, and `init(_:message:details:)` takes either.
+    package struct Code: Sendable, Hashable, CustomStringConvertible {
+        package let rawValue: String
+        package let status: HTTPStatus
+        private init(_ rawValue: String, _ status: HTTPStatus) {
+            self.rawValue = rawValue
+            self.status = status
+        }
+
+        package static let invalidJSON = Code("invalid_json", .badRequest)
+        package static let tenantRequired = Code("tenant_required", .badRequest)
+        package static let unauthorized = Code("unauthorized", .unauthorized)
+        package static let notFound = Code("not_found", .notFound)
+        package static let methodNotAllowed = Code("method_not_allowed", .methodNotAllowed)
+        package static let unsupportedMediaType = Code("unsupported_media_type", .unsupportedMediaType)
+        package static let rateLimited = Code("rate_limited", .tooManyRequests)
+        package static let internalError = Code("internal_error", .internalServerError)
+        package static let idempotencyKeyInProgress = Code("idempotency_key_in_progress", .conflict)
+        package static let idempotencyKeyReused = Code("idempotency_key_reused", .unprocessableContent)
+
+        package var description: String { rawValue }
+    }
+
     package var status: HTTPStatus
     package var code: String
     package var message: String
@@ -11,6 +36,17 @@ package struct APIError: Error, Sendable {
     /// Extra response headers (`Allow`, `Retry-After`).
     package var headers: HTTPHeaders = HTTPHeaders()
 
+    /// An error of the API layer: the status comes with the code.
+    package init(_ code: Code, message: String, details: JSONObject? = nil) {
+        self.init(code.status, code: code.rawValue, message: message, details: details)
+    }
+
+    /// An error with one of the domain's codes (`invalid_request`, `forbidden`, `unavailable`).
+    package init(_ code: IdentityError.Code, message: String, details: JSONObject? = nil) {
+        self.init(HTTPStatus(code.status), code: code.rawValue, message: message, details: details)
+    }
+
+    /// Any status and code: for what the HTTP layer already decided (a protocol error).
     package init(_ status: HTTPStatus, code: String, message: String, details: JSONObject? = nil) {
         self.status = status
         self.code = code
@@ -19,35 +55,17 @@ package struct APIError: Error, Sendable {
     }
 
     package static func invalidRequest(_ message: String) -> APIError {
-        APIError(.badRequest, code: "invalid_request", message: message)
+        APIError(.invalidRequest, message: message)
     }
     package static let unauthorized = APIError(
-        .unauthorized, code: "unauthorized", message: "Send a valid key as 'Authorization: Bearer <key>'.")
-    package static let forbidden = APIError(
-        .forbidden, code: "forbidden", message: "This key may not call this endpoint.")
-    package static let notFound = APIError(.notFound, code: "not_found", message: "No such endpoint.")
+        .unauthorized, message: "Send a valid key as 'Authorization: Bearer <key>'.")
+    package static let forbidden = APIError(.forbidden, message: "This key may not call this endpoint.")
+    package static let notFound = APIError(.notFound, message: "No such endpoint.")
     package static let internalError = APIError(
-        .internalServerError, code: "internal_error",
-        message: "Something went wrong on our side; the request id is in the logs.")
+        .internalError, message: "Something went wrong on our side; the request id is in the logs.")
 
-    /// The status each domain code answers with (API.md §2).
-    package static func status(forDomainCode code: String) -> HTTPStatus {
-        switch code {
-        case "identity_verification_required", "invalid_identity_hash", "invalid_identity_token",
-            "identity_token_expired", "unauthorized":
-            .unauthorized
-        case "forbidden": .forbidden
-        case "not_found", "subscriber_not_found", "tenant_not_found": .notFound
-        case "merge_source_identified": .conflict
-        case "payload_too_large": .payloadTooLarge
-        case "unavailable": .serviceUnavailable
-        default: .badRequest
-        }
-    }
-
-    /// Wraps a domain refusal.
+    /// Wraps a domain refusal; its code carries its status.
     package init(_ error: IdentityError) {
-        self.init(
-            Self.status(forDomainCode: error.code), code: error.code, message: error.message, details: error.details)
+        self.init(error.code, message: error.message, details: error.details)
     }
 }

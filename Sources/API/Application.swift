@@ -19,6 +19,9 @@ package struct Reply: Sendable {
     package var metadata: JSONObject = [:]
     /// A response in its own format (`/openapi.json`, `/metrics`).
     package var raw: HTTPResponse?
+    /// Set by a write whose answer shows a subscriber: its snapshot goes into `data.subscriber`
+    /// once the write is durable, read from a reader instead of on the writer thread.
+    package var subscriberToShow: SubscriberRecord?
 
     package init(
         status: HTTPStatus = .ok, _ data: JSONValue, warnings: [IdentityWarning] = [], metadata: JSONObject = [:]
@@ -100,87 +103,136 @@ package final class Application: Responder {
         self.router = router
     }
 
+    /// Answers one request in named steps: match the route, admit the caller (key, rate limit,
+    /// usage counting), dispatch to the handler (a read now, a write once durable), finish (metrics,
+    /// access log, completion). Each step is a method, so none of them allocates a closure on the
+    /// synchronous paths; only a write's callback captures what it needs (bench/README.md).
     package func respond(to request: HTTPRequest, completion: @escaping @Sendable (HTTPResponse) -> Void) {
-        let started = monotonicNanos()
-        let requestID = Self.requestID(from: request.headers)
-        let match = router.match(request.method, path: request.head.path)
-        // A local function, not a closure value: the synchronous paths call it without
-        // allocating a context; only the write path's callback captures what it needs.
-        @Sendable func finish(_ response: HTTPResponse, _ routeName: String, _ tenant: String?) {
-            let nanos = monotonicNanos() - started
-            metrics.recordRequest(route: routeName, status: response.status.code, nanos: nanos)
-            if logger.isEnabled(.info) {
-                var fields: JSONObject = [
-                    "requestId": .string(requestID), "method": .string(request.method.rawValue),
-                    "route": .string(routeName), "status": .number(String(response.status.code)),
-                    "durationMs": .number(String(Double(nanos / 1000) / 1000)),
-                ]
-                if let tenant { fields["tenant"] = .string(tenant) }
-                logger.log(.info, "request", fields)
-            }
-            completion(response)
-        }
-
-        let route: Route
+        var exchange = Exchange(
+            request: request, requestID: Self.requestID(from: request.headers), started: monotonicNanos(),
+            completion: completion)
         var context = RequestContext(
-            request: request, parameters: [:], requestID: requestID, now: clock.now(), caller: nil, key: nil,
+            request: request, parameters: [:], requestID: exchange.requestID, now: clock.now(), caller: nil, key: nil,
             store: store, metrics: metrics)
-        switch match {
-        case .notFound:
-            return finish(Envelope.failure(.notFound, requestID: requestID), "unmatched", nil)
-        case .methodNotAllowed(let allowed):
-            var error = APIError(
-                .methodNotAllowed, code: "method_not_allowed",
-                message:
-                    "\(request.method.rawValue) is not allowed here; use \(allowed.map(\.rawValue).joined(separator: ", "))."
-            )
-            error.headers.add(name: "Allow", value: allowed.map(\.rawValue).joined(separator: ", "))
-            return finish(Envelope.failure(error, requestID: requestID), "unmatched", nil)
-        case .found(let found, let parameters):
-            route = found
-            context.parameters = parameters
-        }
-        let routeName = route.name
-
         do {
-            if route.access != .open {
-                let auth = try authenticator.authenticate(request.headers, access: route.access, now: context.now)
-                context.caller = auth.caller
-                context.key = auth.key
-                if auth.key.kind == .client, let wait = rateLimiter.take(auth.key.id, nowMillis: context.now.millis) {
-                    var error = APIError(
-                        .tooManyRequests, code: "rate_limited", message: "Too many requests for this key; retry later.")
-                    error.headers.add(name: "Retry-After", value: String(wait))
-                    throw error
-                }
-                // Counted where the proof is checked: only calls on external ids, and a proof in
-                // the identify body counts as much as one in a header.
-                if let caller = auth.caller, caller.role == .app {
-                    let (usage, tenantID, nowMillis) = (usage, caller.tenant.id, context.now.millis)
-                    context.caller?.onUnproven = { usage.recordUnverified(tenantID: tenantID, nowMillis: nowMillis) }
-                }
-            }
-            let tenant = context.caller?.tenant.id
-            if let claim = try IdempotencyClaim.read(request, route: route, key: context.key, tenantID: tenant) {
-                return respondIdempotently(claim, route: route, context: context) { finish($0, routeName, tenant) }
-            }
-            switch try route.handler(context) {
-            case .reply(let reply):
-                finish(render(reply, requestID: requestID), routeName, tenant)
-            case .write(let job):
-                let changesAuth = route.changesAuthentication
-                store.write(job) { [self] result in
-                    if changesAuth { authenticator.cache.invalidate() }
-                    switch result {
-                    case .success(let reply): finish(render(reply, requestID: requestID), routeName, tenant)
-                    case .failure(let error):
-                        finish(render(error, requestID: requestID, route: routeName), routeName, tenant)
-                    }
-                }
-            }
+            let route = try match(request, into: &context)
+            exchange.routeName = route.name
+            try admit(route, &context)
+            exchange.tenant = context.caller?.tenant.id
+            try dispatch(route, context, exchange)
         } catch {
-            finish(render(error, requestID: requestID, route: routeName), routeName, context.caller?.tenant.id)
+            exchange.tenant = context.caller?.tenant.id
+            finish(exchange, render(error, requestID: exchange.requestID, route: exchange.routeName))
         }
+    }
+
+    // MARK: - The steps of respond
+
+    /// One request on its way through `respond`: what the last step needs to log and answer.
+    private struct Exchange: Sendable {
+        let request: HTTPRequest
+        let requestID: String
+        let started: UInt64
+        let completion: @Sendable (HTTPResponse) -> Void
+        /// The route label of logs and metrics; "unmatched" until a route matched.
+        var routeName = "unmatched"
+        var tenant: String?
+    }
+
+    /// Routing: the route and its path parameters, or 404 / 405 with `Allow`.
+    private func match(_ request: HTTPRequest, into context: inout RequestContext) throws(APIError) -> Route {
+        switch router.match(request.method, path: request.head.path) {
+        case .notFound:
+            throw .notFound
+        case .methodNotAllowed(let allowed):
+            let methods = allowed.map(\.rawValue).joined(separator: ", ")
+            var error = APIError(
+                .methodNotAllowed, message: "\(request.method.rawValue) is not allowed here; use \(methods).")
+            error.headers.add(name: "Allow", value: methods)
+            throw error
+        case .found(let route, let parameters):
+            context.parameters = parameters
+            return route
+        }
+    }
+
+    /// Authentication, the client key's rate limit, and the hook that counts unverified app calls.
+    private func admit(_ route: Route, _ context: inout RequestContext) throws {
+        guard route.access != .open else { return }
+        let auth = try authenticator.authenticate(context.request.headers, access: route.access, now: context.now)
+        context.caller = auth.caller
+        context.key = auth.key
+        if auth.key.kind == .client, let wait = rateLimiter.take(auth.key.id, nowMillis: context.now.millis) {
+            var error = APIError(.rateLimited, message: "Too many requests for this key; retry later.")
+            error.headers.add(name: "Retry-After", value: String(wait))
+            throw error
+        }
+        // Counted where the proof is checked: only calls on external ids, and a proof in the
+        // identify body counts as much as one in a header.
+        if let caller = auth.caller, caller.role == .app {
+            let (usage, tenantID, nowMillis) = (usage, caller.tenant.id, context.now.millis)
+            context.caller?.onUnproven = { usage.recordUnverified(tenantID: tenantID, nowMillis: nowMillis) }
+        }
+    }
+
+    /// Runs the handler: a read is answered now, a write once its group committed.
+    private func dispatch(_ route: Route, _ context: RequestContext, _ exchange: Exchange) throws {
+        let tenant = context.caller?.tenant.id
+        if let claim = try IdempotencyClaim.read(context.request, route: route, key: context.key, tenantID: tenant) {
+            return respondIdempotently(claim, route: route, context: context) { [self] in finish(exchange, $0) }
+        }
+        switch try route.handler(context) {
+        case .reply(let reply):
+            finish(exchange, render(reply, requestID: exchange.requestID))
+        case .write(let job):
+            let changesAuthentication = route.changesAuthentication
+            store.write(job) { [self] result in
+                // Keys and tenants are cached for a second: a change must apply to the next request.
+                if changesAuthentication { authenticator.cache.invalidate() }
+                finishWrite(result, exchange)
+            }
+        }
+    }
+
+    /// A durable write's answer, with the subscriber it shows read now (off the writer thread).
+    private func finishWrite(_ result: Result<Reply, any Error>, _ exchange: Exchange) {
+        do {
+            var reply = try result.get()
+            if let record = reply.subscriberToShow { try show(record, in: &reply) }
+            finish(exchange, render(reply, requestID: exchange.requestID))
+        } catch {
+            finish(exchange, render(error, requestID: exchange.requestID, route: exchange.routeName))
+        }
+    }
+
+    /// Puts the subscriber's snapshot first in `data`. A read that starts after the commit sees
+    /// the write (or a later one); if the person is gone by then (deleted by a later write), the
+    /// answer shows the row as this write left it, without its collections.
+    private func show(_ record: SubscriberRecord, in reply: inout Reply) throws {
+        var snapshot = try store.snapshot(tenantID: record.tenantID, id: record.id)
+        if snapshot?.record.key != record.key {
+            snapshot = SubscriberSnapshot(
+                record: record, attributes: [], aliases: [], pushSubscriptions: [], preferences: [], devices: [])
+        }
+        var data: JSONObject = ["subscriber": Rendering.subscriber(snapshot!)]
+        for (name, value) in reply.data.objectValue ?? [:] { data[name] = value }
+        reply.data = .object(data)
+    }
+
+    /// Metrics, the access log line, then the answer.
+    private func finish(_ exchange: Exchange, _ response: HTTPResponse) {
+        let nanos = monotonicNanos() - exchange.started
+        metrics.recordRequest(route: exchange.routeName, status: response.status.code, nanos: nanos)
+        if logger.isEnabled(.info) {
+            var fields: JSONObject = [
+                "requestId": .string(exchange.requestID), "method": .string(exchange.request.method.rawValue),
+                "route": .string(exchange.routeName), "status": .number(String(response.status.code)),
+                "durationMs": .number(String(Double(nanos / 1000) / 1000)),
+            ]
+            if let tenant = exchange.tenant { fields["tenant"] = .string(tenant) }
+            logger.log(.info, "request", fields)
+        }
+        exchange.completion(response)
     }
 
     package func respond(toProtocolError error: HTTPParseError, requestHead: HTTPRequestHead?) -> HTTPResponse {

@@ -171,7 +171,7 @@ struct Authenticator: Sendable {
         if record.kind == .workspace {
             guard let named = tenantHeader, !named.isEmpty else {
                 throw APIError(
-                    .badRequest, code: "tenant_required",
+                    .tenantRequired,
                     message: "A workspace key names its tenant in the BuzzKit-Tenant header.")
             }
             tenantID = named

@@ -46,7 +46,7 @@ package enum Envelope {
     }
 
     private static func render(_ warnings: [IdentityWarning]) -> JSONValue {
-        .array(warnings.map { .object(["code": .string($0.code), "message": .string($0.message)]) })
+        .array(warnings.map { .object(["code": .string($0.code.rawValue), "message": .string($0.message)]) })
     }
 
     private static func response(_ status: HTTPStatus, _ body: JSONValue, requestID: String) -> HTTPResponse {

@@ -2,6 +2,7 @@ import Crypto
 import HTTP1
 import HTTPServer
 import Identity
+import JSON
 import Synchronization
 
 /// One request's `Idempotency-Key`, read and checked (API.md §13).
@@ -57,8 +58,7 @@ struct IdempotencyClaim: Sendable {
         guard stored.matches(method: method, path: path, bodySHA256: bodySHA256) else {
             return Envelope.failure(
                 APIError(
-                    .unprocessableContent, code: "idempotency_key_reused",
-                    message: "This Idempotency-Key was used for another method, path or body."),
+                    .idempotencyKeyReused, message: "This Idempotency-Key was used for another method, path or body."),
                 requestID: requestID)
         }
         var headers: HTTPHeaders = ["Content-Type": stored.contentType]
@@ -107,7 +107,7 @@ extension Application {
         }
         guard idempotencyInFlight.begin(claim) else {
             var error = APIError(
-                .conflict, code: "idempotency_key_in_progress",
+                .idempotencyKeyInProgress,
                 message: "A request with this Idempotency-Key is still running; retry shortly.")
             error.headers.add(name: "Retry-After", value: String(IdempotencyClaim.retryAfterSeconds))
             return finish(Envelope.failure(error, requestID: requestID))
@@ -134,7 +134,18 @@ extension Application {
                 if let stored = try ctx.idempotencyRecord(scope: claim.scope, key: claim.key) {
                     return .stored(stored)
                 }
-                let response = self.success(try job(ctx), requestID: requestID)
+                var reply = try job(ctx)
+                // The kept bytes must be the whole answer, so the subscriber a write shows is read
+                // here, inside its transaction, rather than from a reader after the commit.
+                if let record = reply.subscriberToShow {
+                    var data: JSONObject = [
+                        "subscriber": Rendering.subscriber(try SubscriberSnapshot.load(record, from: ctx))
+                    ]
+                    for (name, value) in reply.data.objectValue ?? [:] { data[name] = value }
+                    reply.data = .object(data)
+                    reply.subscriberToShow = nil
+                }
+                let response = self.success(reply, requestID: requestID)
                 if IdempotencyClaim.keeps(response.status) {
                     try ctx.insertIdempotencyRecord(claim.record(of: response, now: now))
                 }

@@ -1,4 +1,5 @@
 import Glibc
+import Identity
 import Synchronization
 
 /// Counters and histograms for `GET /metrics`, in the Prometheus text format.
@@ -29,6 +30,8 @@ package final class Metrics: Sendable {
     private struct State {
         var merges: [String: UInt64] = [:]
         var webhookDeliveries: [String: UInt64] = [:]
+        var refusedMerges: [String: UInt64] = [:]
+        var storageErrors: [String: UInt64] = [:]
         var batchSizes = Histogram(Metrics.batchBuckets)
         var commitLatency = Histogram(Metrics.latencyBuckets)
     }
@@ -77,6 +80,17 @@ package final class Metrics: Sendable {
     /// Counts one webhook delivery attempt by how it ended (succeeded, failed, disabled).
     package func recordWebhookDelivery(result: String) {
         state.withLock { $0.webhookDeliveries[result, default: 0] += 1 }
+    }
+
+    /// Counts a merge that did not happen, by the refusal's code (`alias_limit_reached`…).
+    package func recordMergeRefusal(_ refusal: MergeRefusal) {
+        let reason = refusal.error.code.rawValue
+        state.withLock { $0.refusedMerges[reason, default: 0] += 1 }
+    }
+
+    /// Counts a storage failure no request saw (a checkpoint, a PRAGMA, a skipped setting).
+    package func recordStorageError(operation: String) {
+        state.withLock { $0.storageErrors[operation, default: 0] += 1 }
     }
 
     /// Observes one group commit of the writer.
@@ -133,6 +147,16 @@ package final class Metrics: Sendable {
         out += "# TYPE buzzkit_webhook_deliveries_total counter\n"
         for (result, count) in snapshot.webhookDeliveries.sorted(by: { $0.key < $1.key }) {
             out += "buzzkit_webhook_deliveries_total{result=\"\(result)\"} \(count)\n"
+        }
+        out += "# HELP buzzkit_merges_refused_total Merges not made, by reason (the warning or error code).\n"
+        out += "# TYPE buzzkit_merges_refused_total counter\n"
+        for (reason, count) in snapshot.refusedMerges.sorted(by: { $0.key < $1.key }) {
+            out += "buzzkit_merges_refused_total{reason=\"\(reason)\"} \(count)\n"
+        }
+        out += "# HELP buzzkit_storage_errors_total Storage failures no request saw (checkpoints, PRAGMAs, settings).\n"
+        out += "# TYPE buzzkit_storage_errors_total counter\n"
+        for (operation, count) in snapshot.storageErrors.sorted(by: { $0.key < $1.key }) {
+            out += "buzzkit_storage_errors_total{operation=\"\(operation)\"} \(count)\n"
         }
         out += "# HELP buzzkit_write_batch_size Write requests committed together in one transaction.\n"
         out += "# TYPE buzzkit_write_batch_size histogram\n"

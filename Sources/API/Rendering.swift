@@ -32,15 +32,6 @@ enum Rendering {
         ])
     }
 
-    /// The short form used in lists: no child collections.
-    static func subscriberSummary(_ r: SubscriberRecord) -> JSONValue {
-        .object([
-            "id": .string(r.id), "anonymous": .bool(r.anonymous), "verified": .bool(r.verified),
-            "email": r.email.map(JSONValue.string) ?? .null, "eventCount": integer(r.eventCount),
-            "createdAt": time(r.createdAt), "updatedAt": time(r.updatedAt),
-        ])
-    }
-
     static func pushSubscription(_ p: PushSubscriptionRecord) -> JSONValue {
         .object([
             "deviceId": .string(p.deviceID), "token": .string(p.token), "platform": .string(p.platform),
@@ -59,9 +50,14 @@ enum Rendering {
         return .object(object)
     }
 
-    static func event(_ e: EventRecord) -> JSONValue {
+    /// A stored event. Properties were validated JSON when stored: text that no longer parses is
+    /// a damaged row, answered as a 500 (and logged), not shown as `{}`.
+    static func event(_ e: EventRecord) throws(StoredValueError) -> JSONValue {
         var properties: JSONValue = .object([:])
-        if let text = e.event.propertiesJSON, let parsed = try? JSONParser.parse(Array(text.utf8), maxDepth: 64) {
+        if let text = e.event.propertiesJSON {
+            guard let parsed = try? JSONParser.parse(Array(text.utf8), maxDepth: 64) else {
+                throw StoredValueError(what: "properties of event seq \(e.seq)")
+            }
             properties = parsed
         }
         return .object([
@@ -78,4 +74,10 @@ enum Rendering {
 
     static func time(_ t: Timestamp) -> JSONValue { .string(t.rfc3339) }
     static func integer<T: BinaryInteger>(_ n: T) -> JSONValue { .number(String(n)) }
+}
+
+/// A stored value that does not read as what was stored (a damaged row); names it, not its content.
+struct StoredValueError: Error, CustomStringConvertible {
+    var what: String
+    var description: String { "stored value does not parse: \(what)" }
 }

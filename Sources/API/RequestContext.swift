@@ -59,19 +59,17 @@ package struct RequestContext: Sendable {
         if let type = request.headers["Content-Type"] {
             let mediaType = type.split(separator: ";").first.map { String($0).trimmingSpaces.lowercased() } ?? ""
             guard mediaType == "application/json" || mediaType.hasSuffix("+json") else {
-                throw APIError(
-                    .unsupportedMediaType, code: "unsupported_media_type",
-                    message: "Send the body as application/json.")
+                throw APIError(.unsupportedMediaType, message: "Send the body as application/json.")
             }
         }
         let value: JSONValue
         do {
             value = try JSONParser.parse(body, maxDepth: JSONLimits.maxDepth)
         } catch {
-            throw APIError(.badRequest, code: "invalid_json", message: "The body is not valid JSON: \(error.message)")
+            throw APIError(.invalidJSON, message: "The body is not valid JSON: \(error.message)")
         }
         guard let object = value.objectValue else {
-            throw APIError(.badRequest, code: "invalid_json", message: "The body must be a JSON object.")
+            throw APIError(.invalidJSON, message: "The body must be a JSON object.")
         }
         return object
     }

@@ -71,7 +71,7 @@ enum ErrorMapping {
         case let error as APIError:
             return error
         case let error as IdentityError:
-            if error.code == "unavailable" {
+            if error.code == .unavailable {
                 logger.log(
                     .warn, "storage unavailable",
                     ["requestId": .string(requestID), "route": .string(route), "reason": .string(error.message)])

@@ -20,6 +20,10 @@ func serve(_ settings: Settings) throws {
 
     let logger = Logger(level: settings.logLevel)
     let metrics = Metrics()
+    // One server per SQLite file (API.md §12): held until the process exits.
+    try createParentDirectory(of: settings.database)
+    let lock = try ServerLock(databasePath: settings.database)
+    defer { lock.release() }
     let store = try openStore(settings, metrics: metrics)
     try store.writer.checkpointInBackground(every: .seconds(1))
     if let key = settings.bootstrapWorkspaceKey {

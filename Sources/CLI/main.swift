@@ -56,14 +56,20 @@ func loadSettings(_ flags: [String: String]) throws -> Settings {
 }
 
 func openStore(_ settings: Settings, metrics: Metrics? = nil) throws -> SQLiteIdentityStore {
+    let logger = Logger(level: settings.logLevel)
     try createParentDirectory(of: settings.database)
     var configuration = SQLiteIdentityStore.Configuration(path: settings.database)
     configuration.readerCount = settings.readerConnections
     configuration.snapshotCacheBytes = settings.snapshotCacheMiB << 20
     configuration.synchronous = settings.synchronousFull ? .full : .normal
-    return try SQLiteIdentityStore(configuration: configuration) { size, duration in
-        metrics?.recordCommit(batchSize: size, duration: duration)
-    }
+    return try SQLiteIdentityStore(
+        configuration: configuration,
+        onCommit: { size, duration in metrics?.recordCommit(batchSize: size, duration: duration) },
+        onError: { operation, error in
+            // What no request saw (a checkpoint, a PRAGMA, a skipped setting) still reaches the log.
+            metrics?.recordStorageError(operation: operation)
+            logger.log(.error, "storage error", ["operation": .string(operation), "error": .string("\(error)")])
+        })
 }
 
 /// Writes a line to standard error (Glibc's `stderr` global is not concurrency-safe in Swift 6).
@@ -86,9 +92,13 @@ func run(_ arguments: [String]) throws {
         try serve(try loadSettings(flags))
 
     case "migrate":
+        // A server checks the schema once, at start: changing it under a running one is refused.
+        // (backup and tenant create go through SQLite's own locking and work while served.)
         let (flags, _) = try parseFlags(rest, allowed: ["database", "config"])
         let settings = try loadSettings(flags)
         try createParentDirectory(of: settings.database)
+        let lock = try ServerLock(databasePath: settings.database)
+        defer { lock.release() }
         let applied = try SQLiteIdentityStore.migrate(path: settings.database)
         print(applied.isEmpty ? "database is up to date" : "applied: \(applied.joined(separator: ", "))")
 

@@ -67,7 +67,7 @@ package enum AttributeMerge {
         if !protectedHits.isEmpty {
             outcome.warnings.append(
                 IdentityWarning(
-                    code: "attribute_protected",
+                    code: .attributeProtected,
                     message:
                         "Ignored changes to attributes the app may not change: \(protectedHits.joined(separator: ", "))."
                 ))
@@ -120,7 +120,7 @@ package enum AttributeMerge {
 
     private static func invalid(keys: [String], _ message: String) -> IdentityError {
         IdentityError(
-            code: "invalid_attributes", message: message,
+            code: .invalidAttributes, message: message,
             details: ["keys": .array(keys.map { .string($0) })])
     }
 }

@@ -14,7 +14,7 @@ package enum EventRules {
     package static func validate(_ events: [JSONValue], receivedAt: Timestamp) throws(IdentityError) -> [NewEvent] {
         guard events.count <= maxBatch else {
             throw IdentityError(
-                code: "batch_too_large",
+                code: .batchTooLarge,
                 message: "A call carries at most \(maxBatch) events; this one has \(events.count).")
         }
         guard !events.isEmpty else { throw .invalidRequest("'events' is empty.") }
@@ -23,7 +23,7 @@ package enum EventRules {
         for (index, value) in events.enumerated() {
             func invalid(_ message: String) -> IdentityError {
                 IdentityError(
-                    code: "invalid_event", message: "events[\(index)]: \(message)",
+                    code: .invalidEvent, message: "events[\(index)]: \(message)",
                     details: ["index": .number(String(index))])
             }
             guard let object = value.objectValue else { throw invalid("must be an object.") }

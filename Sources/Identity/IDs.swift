@@ -122,7 +122,7 @@ package enum EmailRules {
             && parts[1].contains(".") && !parts[1].hasPrefix(".") && !parts[1].hasSuffix(".")
             && !email.unicodeScalars.contains { $0.properties.isWhitespace || $0.value < 0x20 }
         guard ok else {
-            throw IdentityError(code: "invalid_email", message: "'\(email)' is not an email address.")
+            throw IdentityError(code: .invalidEmail, message: "'\(email)' is not an email address.")
         }
     }
 }

@@ -45,6 +45,11 @@ package protocol IdentityReadContext: WebhookReadContext, IdempotencyReadContext
     func attributes(key: Int64) throws -> [(name: String, entry: AttributeEntry)]
     /// Every id of the subscriber except its current one, oldest first.
     func aliases(key: Int64, excluding current: String) throws -> [String]
+    /// How many ids the subscriber has, its current one included (the tenant's `maxAliases`).
+    func aliasCount(key: Int64) throws -> Int
+    /// The full snapshots of `records` (API.md §4), in their order, read in a few queries for the
+    /// whole batch (one per child table) rather than a few per record: a page of the list.
+    func snapshots(of records: [SubscriberRecord]) throws -> [SubscriberSnapshot]
     func pushSubscriptions(key: Int64) throws -> [PushSubscriptionRecord]
     func preferences(key: Int64) throws -> [PreferenceRecord]
     func devices(key: Int64) throws -> [DeviceRecord]
@@ -101,4 +106,17 @@ package protocol IdentityWriteContext: IdentityReadContext, WebhookWriteContext,
     /// its events may be deleted later, in small batches, by the store. An absorb would
     /// otherwise delete thousands of events inside the merge's own transaction.
     func retireSubscriber(key: Int64) throws
+}
+
+extension IdentityReadContext {
+    /// Counts through `aliases`; a store should answer from an index instead.
+    package func aliasCount(key: Int64) throws -> Int {
+        guard let record = try subscriber(key: key) else { return 0 }
+        return try aliases(key: key, excluding: record.id).count + 1
+    }
+
+    /// One snapshot at a time; a store should batch (see the requirement).
+    package func snapshots(of records: [SubscriberRecord]) throws -> [SubscriberSnapshot] {
+        try records.map { try SubscriberSnapshot.load($0, from: self) }
+    }
 }

@@ -16,7 +16,12 @@ package struct MergeResult: Sendable {
     package var shape: MergeShape
     package var from: String?
     package var eventsMoved: Int
-    package var warnings: [IdentityWarning]
+    /// Why nothing was merged, when the shape is `.none` for a reason other than a retry or no
+    /// anonymous id at all.
+    package var refusal: MergeRefusal?
+
+    /// The refusal as identify reports it.
+    package var warnings: [IdentityWarning] { refusal.map { [$0.warning] } ?? [] }
 }
 
 /// Folding an anonymous id into an identified subscriber, inside one write transaction.
@@ -30,7 +35,7 @@ package enum Merger {
         anonymousID: String?, into externalID: String, existing: SubscriberRecord?,
         tenant: TenantRecord, in ctx: any IdentityWriteContext, now: Timestamp
     ) throws -> (SubscriberRecord, MergeResult) {
-        var noMerge = MergeResult(shape: .none, from: anonymousID, eventsMoved: 0, warnings: [])
+        var noMerge = MergeResult(shape: .none, from: anonymousID, eventsMoved: 0)
         guard let anonymousID else {
             noMerge.from = nil
             return (
@@ -38,23 +43,28 @@ package enum Merger {
                 noMerge
             )
         }
+        /// No merge, and why: the identify still goes on for the external id.
+        func refuse(_ refusal: MergeRefusal) throws -> (SubscriberRecord, MergeResult) {
+            noMerge.refusal = refusal
+            return (
+                try existing ?? ctx.insertSubscriber(tenantID: tenant.id, id: externalID, anonymous: false, now: now),
+                noMerge
+            )
+        }
+        let maxAliases = tenant.settings.maxAliases
+        // Ids the person has before this merge (a new person will have just the external id),
+        // counted only once a merge is due: a retry, every launch, must not pay for the count.
+        func targetIDs() throws -> Int { try existing.map { try ctx.aliasCount(key: $0.key) } ?? 1 }
 
         var target: SubscriberRecord
-        var result = MergeResult(shape: .link, from: anonymousID, eventsMoved: 0, warnings: [])
+        var result = MergeResult(shape: .link, from: anonymousID, eventsMoved: 0)
         if var source = try ctx.subscriber(tenantID: tenant.id, alias: anonymousID) {
             if let existing, source.key == existing.key {
                 return (existing, noMerge)  // a retry: already an alias of this person
             }
-            guard source.anonymous else {
-                noMerge.warnings.append(
-                    IdentityWarning(
-                        code: "merge_source_identified",
-                        message: "\(anonymousID) already belongs to an identified subscriber; nothing was merged."))
-                return (
-                    try existing
-                        ?? ctx.insertSubscriber(tenantID: tenant.id, id: externalID, anonymous: false, now: now),
-                    noMerge
-                )
+            guard source.anonymous else { return try refuse(.sourceIdentified(anonymousID: anonymousID)) }
+            guard try targetIDs() + ctx.aliasCount(key: source.key) <= maxAliases else {
+                return try refuse(.aliasLimitReached(anonymousID: anonymousID, limit: maxAliases))
             }
             if var existing {
                 result.shape = .absorb
@@ -68,6 +78,9 @@ package enum Merger {
                 target = source
             }
         } else {
+            guard try targetIDs() + 1 <= maxAliases else {
+                return try refuse(.aliasLimitReached(anonymousID: anonymousID, limit: maxAliases))
+            }
             target =
                 try existing ?? ctx.insertSubscriber(tenantID: tenant.id, id: externalID, anonymous: false, now: now)
             try ctx.addAlias(tenantID: tenant.id, alias: anonymousID, key: target.key)

@@ -75,7 +75,8 @@ package enum Operations {
         return result
     }
 
-    /// `POST /v1/subscribers/{externalId}/merge`: the backend's merge, where refusals are errors.
+    /// `POST /v1/subscribers/{externalId}/merge`: the backend's merge, where refusals are errors
+    /// (`MergeRefusal.error`), thrown after the route counted them.
     package static func merge(
         anonymousID: String, into externalID: String, caller: Caller, in ctx: any IdentityWriteContext,
         now: Timestamp
@@ -86,9 +87,6 @@ package enum Operations {
         }
         let (subscriber, merge) = try Merger.merge(
             anonymousID: anonymousID, into: externalID, existing: existing, tenant: tenant, in: ctx, now: now)
-        if let refusal = merge.warnings.first(where: { $0.code == "merge_source_identified" }) {
-            throw IdentityError(code: refusal.code, message: refusal.message)
-        }
         var result = OperationResult(subscriber: subscriber)
         result.merge = merge
         return result
@@ -167,7 +165,7 @@ package enum Operations {
         } else if let value = incoming["email"], !value.isNull {
             // The `email` attribute is the address: a number or object there is not one.
             guard let fromAttributes = value.stringValue else {
-                throw IdentityError(code: "invalid_email", message: "The 'email' attribute must be an email address.")
+                throw IdentityError(code: .invalidEmail, message: "The 'email' attribute must be an email address.")
             }
             address = fromAttributes
         }

@@ -16,7 +16,18 @@ package struct TenantSettings: Sendable, Equatable {
     package var protectedAttributes: [String] = []
     package var blockedExternalIds: [String] = []
     package var attributeLimits = AttributeLimits()
+    /// Most ids (current one and aliases) one subscriber may have; a merge past it does not
+    /// happen (API.md §6), so a hostile app cannot grow one person without bound.
+    package var maxAliases = 1000
     package init() {}
+
+    /// The settings whose default is the open one: losing one of them to a bad row would quietly
+    /// relax what the tenant closed, so a stored value that does not read is an error.
+    package static let securitySettings: Set<String> = [
+        "requireVerification", "allowAnonymous", "protectedAttributes", "blockedExternalIds",
+    ]
+    /// Bounds of `maxAliases`: 1 leaves only the subscriber's own id.
+    package static let maxAliasesRange = 1...100_000
 
     /// The settings as stored and as answered.
     package var json: JSONObject {
@@ -31,6 +42,7 @@ package struct TenantSettings: Sendable, Equatable {
                 "maxKeyLength": .number(String(attributeLimits.maxKeyLength)),
                 "maxValueBytes": .number(String(attributeLimits.maxValueBytes)),
             ]),
+            "maxAliases": .number(String(maxAliases)),
         ]
     }
 
@@ -58,6 +70,13 @@ package struct TenantSettings: Sendable, Equatable {
                     default: throw .invalidRequest("Unknown field attributeLimits.\(name).")
                     }
                 }
+            case "maxAliases":
+                guard let n = value.intValue, Self.maxAliasesRange.contains(Int(n)) else {
+                    throw Self.wrongType(
+                        key,
+                        "an integer from \(Self.maxAliasesRange.lowerBound) to \(Self.maxAliasesRange.upperBound)")
+                }
+                next.maxAliases = Int(n)
             default:
                 throw .invalidRequest("Unknown tenant setting '\(key)'.")
             }
@@ -65,9 +84,45 @@ package struct TenantSettings: Sendable, Equatable {
         return next
     }
 
-    /// Reads stored settings; missing fields keep their defaults (older rows, newer binary).
-    package static func decode(_ json: JSONObject) -> TenantSettings {
-        (try? TenantSettings().applying(json)) ?? TenantSettings()
+    /// What a stored settings row held that could not be used.
+    package struct DecodingError: Error, Sendable, CustomStringConvertible {
+        /// The setting that did not read.
+        package var field: String
+        package var reason: String
+        package var description: String { "tenant setting '\(field)': \(reason)" }
+    }
+
+    /// Reads a stored settings row field by field: a missing field keeps its default (an older
+    /// row, a newer binary); every field that reads is kept; a field that is unknown (a newer
+    /// binary wrote it) or does not read is skipped and returned in `skipped`, to be logged. A
+    /// security setting that does not read throws: defaulting `requireVerification` to false
+    /// would turn verification off without anyone asking.
+    package static func decode(_ json: JSONObject) throws(DecodingError) -> (
+        settings: TenantSettings, skipped: [DecodingError]
+    ) {
+        var settings = TenantSettings()
+        var skipped: [DecodingError] = []
+        // The limits are read one by one too: a bad maxKeys must not cost maxValueBytes.
+        var fields: [(String, JSONObject)] = []
+        for (key, value) in json {
+            if key == "attributeLimits", let limits = value.objectValue {
+                for (name, limit) in limits {
+                    fields.append(("attributeLimits.\(name)", [key: .object([name: limit])]))
+                }
+            } else {
+                fields.append((key, [key: value]))
+            }
+        }
+        for (key, field) in fields {
+            do {
+                settings = try settings.applying(field)
+            } catch {
+                let problem = DecodingError(field: key, reason: error.message)
+                if securitySettings.contains(key) { throw problem }
+                skipped.append(problem)
+            }
+        }
+        return (settings, skipped)
     }
 
     private static func bool(_ value: JSONValue, _ key: String) throws(IdentityError) -> Bool {

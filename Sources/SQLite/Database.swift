@@ -344,6 +344,24 @@ package final class Database {
         handle.map { Int(sqlite3_total_changes64($0)) } ?? 0
     }
 
+    /// Virtual-machine steps run so far by this connection's cached statements
+    /// (`SQLITE_STMTSTATUS_VM_STEP`, <https://www.sqlite.org/c3ref/c_stmtstatus_counter.html>):
+    /// a deterministic measure of how much work a job did, for tests that must show a cost does
+    /// not grow with the data (rows read, index probes and writes all take steps).
+    package var cachedStatementSteps: Int {
+        statementCache.values.reduce(0) { total, statement in
+            total + Int(sqlite3_stmt_status(statement.handle, SQLITE_STMTSTATUS_VM_STEP, 0))
+        }
+    }
+
+    /// Times this connection's cached statements ran to completion or were reset after a step
+    /// (`SQLITE_STMTSTATUS_RUN`): how many statements a job issued, for tests of batching.
+    package var cachedStatementRuns: Int {
+        statementCache.values.reduce(0) { total, statement in
+            total + Int(sqlite3_stmt_status(statement.handle, SQLITE_STMTSTATUS_RUN, 0))
+        }
+    }
+
     /// True inside `BEGIN … COMMIT` or a savepoint (`!sqlite3_get_autocommit`).
     package var isInTransaction: Bool {
         handle.map { sqlite3_get_autocommit($0) == 0 } ?? false

@@ -1,6 +1,10 @@
-import Foundation
 import Glibc
 import Synchronization
+
+/// Where the SQLite layer reports a failure that has no caller to throw to (a PRAGMA on the
+/// writer thread, a background checkpoint), for the log and a metric: `operation` names what
+/// failed ("checkpoint(passive)", "PRAGMA wal_autocheckpoint").
+package typealias DatabaseErrorHandler = @Sendable (_ operation: String, _ error: any Error) -> Void
 
 /// The single write connection, owned by one dedicated thread that commits queued jobs in groups.
 ///
@@ -56,6 +60,7 @@ package final class DatabaseWriter: Sendable {
     /// Where and how the writer's connection was opened: the checkpoint thread opens its own.
     private let path: String
     private let options: Database.Options
+    private let onError: DatabaseErrorHandler?
 
     /// Groups of completions the writer handed over, waiting for the completion thread.
     private struct Deliveries: Sendable {
@@ -78,15 +83,18 @@ package final class DatabaseWriter: Sendable {
     ///   - setUp: Runs once on the writer's connection before any job (functions, temp triggers).
     ///   - afterGroup: Called on the writer thread when a group's transaction ended, committed or
     ///     not, before any of its completions: what it does is seen by every caller the group answers.
+    ///   - onError: Told of every failure no job sees: the writer's PRAGMAs, checkpoints.
     package init(
         path: String, options: Database.Options = .init(), maxBatch: Int = 256,
         onCommit: (@Sendable (_ batchSize: Int, _ commitDuration: Duration) -> Void)? = nil,
         setUp: ((Database) throws -> Void)? = nil,
-        afterGroup: (@Sendable () -> Void)? = nil
+        afterGroup: (@Sendable () -> Void)? = nil,
+        onError: DatabaseErrorHandler? = nil
     ) throws {
         precondition(maxBatch > 0, "maxBatch must be positive")
         self.path = path
         self.options = options
+        self.onError = onError
         let commitsCounter = Commits()
         self.commits = commitsCounter
         let database = try Database(path: path, options: options)
@@ -95,20 +103,15 @@ package final class DatabaseWriter: Sendable {
         self.shared = shared
         let deliveries = ConditionLock(Deliveries())
         self.deliveries = deliveries
-        let completer = Thread { Self.runCompletions(deliveries) }
-        completer.name = "buzzkit-db-complete"
-        completer.start()
+        DetachedThread.start(name: "buzzkit-db-complete") { Self.runCompletions(deliveries) }
         // The connection is not Sendable; after this line only the writer thread touches it.
         let transfer = UnsafeTransfer(value: database)
-        let thread = Thread {
+        DetachedThread.start(name: "buzzkit-db-writer") {
             WriterLoop(
                 database: transfer.value, shared: shared, deliveries: deliveries, maxBatch: maxBatch,
-                onCommit: onCommit,
-                afterGroup: afterGroup, commits: commitsCounter
+                onCommit: onCommit, afterGroup: afterGroup, onError: onError, commits: commitsCounter
             ).run()
         }
-        thread.name = "buzzkit-db-writer"
-        thread.start()
     }
 
     deinit {
@@ -206,7 +209,7 @@ package final class DatabaseWriter: Sendable {
         var checkpointOptions = options
         checkpointOptions.busyTimeout = .zero
         let connection = try Database(path: path, options: checkpointOptions)
-        let checkpointer = Checkpointer(database: connection, every: every, commits: commits)
+        let checkpointer = Checkpointer(database: connection, every: every, commits: commits, onError: onError)
         let started = shared.withLock { state -> Bool in
             guard state.checkpointer == nil, !state.closing else { return false }
             state.checkpointInterval = every
@@ -270,8 +273,14 @@ package final class DatabaseWriter: Sendable {
         let maxBatch: Int
         let onCommit: (@Sendable (Int, Duration) -> Void)?
         let afterGroup: (@Sendable () -> Void)?
+        let onError: DatabaseErrorHandler?
         let commits: Commits
         let clock = ContinuousClock()
+
+        /// Runs maintenance SQL whose failure no job would see: reported, never swallowed.
+        private func maintain(_ operation: String, _ body: () throws -> Void) {
+            do { try body() } catch { onError?(operation, error) }
+        }
 
         func run() {
             shared.withLock { $0.writerThread = pthread_self() }
@@ -292,11 +301,13 @@ package final class DatabaseWriter: Sendable {
                 }
                 if interval != nil && !autoCheckpointDisabled {
                     autoCheckpointDisabled = true
-                    try? database.execute("PRAGMA wal_autocheckpoint = 0")
+                    maintain("PRAGMA wal_autocheckpoint") { try database.execute("PRAGMA wal_autocheckpoint = 0") }
                     // A backstop only, far above what a 5 s flood writes here (~400 MB): the
                     // WAL is cut at pauses (see `Checkpointer`), but a flood that never pauses
                     // must not keep a WAL of many GB once the log restarts.
-                    try? database.execute("PRAGMA journal_size_limit = \(1 << 30)")
+                    maintain("PRAGMA journal_size_limit") {
+                        try database.execute("PRAGMA journal_size_limit = \(1 << 30)")
+                    }
                 }
                 if batch.isEmpty && closing { break }
                 var remaining = batch[...]
@@ -309,7 +320,7 @@ package final class DatabaseWriter: Sendable {
             // The checkpoint connection closes first: the writer's must be the last one for
             // SQLite to checkpoint and delete the WAL.
             shared.withLock { $0.checkpointer }?.stop()
-            try? database.checkpoint(.truncate)
+            maintain("checkpoint(truncate) at close") { try database.checkpoint(.truncate) }
             database.close()
             // Every completion is delivered before close() returns.
             deliveries.withLock { $0.stopping = true }
@@ -386,17 +397,17 @@ private final class Checkpointer: Sendable {
     private let database: UnsafeTransfer<Database>
     private let every: Duration
     private let commits: Commits
+    private let onError: DatabaseErrorHandler?
 
-    init(database: Database, every: Duration, commits: Commits) {
+    init(database: Database, every: Duration, commits: Commits, onError: DatabaseErrorHandler?) {
         self.database = UnsafeTransfer(value: database)
         self.every = every
         self.commits = commits
+        self.onError = onError
     }
 
     func start() {
-        let thread = Thread { self.run() }
-        thread.name = "buzzkit-db-checkpoint"
-        thread.start()
+        DetachedThread.start(name: "buzzkit-db-checkpoint") { self.run() }
     }
 
     /// Ends the thread and closes its connection; blocks until done.
@@ -411,16 +422,23 @@ private final class Checkpointer: Sendable {
         var truncatedAt: UInt64 = 0
         while !state.withLock(waitingUntil: { $0.stopping }, timeout: every, { $0.stopping }) {
             let committed = commits.count.load(ordering: .relaxed)
-            // Errors (SQLITE_BUSY while a reader or writer holds the log…) only mean "next round".
+            // An error (SQLITE_BUSY while a reader or writer holds the log…) is tried again next
+            // round, and reported: a checkpoint that keeps failing is a WAL that keeps growing.
             if committed != checkpointedAt {
-                try? database.value.checkpoint(.passive)
+                do {
+                    try database.value.checkpoint(.passive)
+                } catch {
+                    onError?("checkpoint(passive)", error)
+                }
                 checkpointedAt = committed
             } else if committed != truncatedAt {
                 // A pause: SQLite reuses a WAL but never shrinks it (one backup left 1.5 GB).
                 do {
                     try database.value.checkpoint(.truncate)
                     truncatedAt = committed
-                } catch {}
+                } catch {
+                    onError?("checkpoint(truncate)", error)
+                }
             }
         }
         database.value.close()

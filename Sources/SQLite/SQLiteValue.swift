@@ -14,6 +14,30 @@ package enum SQLiteValue: Sendable, Hashable {
     case blob([UInt8])
 }
 
+extension SQLiteValue {
+    /// The storage class's name, for errors.
+    package var typeName: String {
+        switch self {
+        case .null: "NULL"
+        case .integer: "INTEGER"
+        case .real: "REAL"
+        case .text: "TEXT"
+        case .blob: "BLOB"
+        }
+    }
+
+    /// The name of a `sqlite3_column_type` result.
+    static func typeName(_ type: Int32) -> String {
+        switch type {
+        case 1: "INTEGER"
+        case 2: "REAL"
+        case 3: "TEXT"
+        case 4: "BLOB"
+        default: "NULL"
+        }
+    }
+}
+
 // MARK: - Bindable
 
 /// A Swift value that can be bound to a `?` parameter of a statement.

@@ -146,6 +146,57 @@ package final class Statement {
         return String(decoding: UnsafeBufferPointer(start: text, count: length), as: UTF8.self)
     }
 
+    // MARK: Reading the current row, strictly
+
+    // Failing closed (STYLE.md): a column the schema declares NOT NULL, or of one type, that comes
+    // back otherwise is a damaged row, and reading it as 0, "" or false would hand a made-up
+    // value to the domain (a `verified` of false, a tenant with no secret). These throw instead.
+
+    /// The integer in `column`; NULL or another type throws.
+    package func requiredInt(at column: Int32) throws(RowDecodingError) -> Int64 {
+        guard let value = try optionalInt(at: column) else { throw decodingError(column, expected: "INTEGER") }
+        return value
+    }
+
+    /// The integer in `column`, nil for NULL; another type throws.
+    package func optionalInt(at column: Int32) throws(RowDecodingError) -> Int64? {
+        switch sqlite3_column_type(handle, column) {
+        case SQLITE_NULL: return nil
+        case SQLITE_INTEGER: return sqlite3_column_int64(handle, column)
+        default: throw decodingError(column, expected: "INTEGER or NULL")
+        }
+    }
+
+    /// The boolean stored as 0 or 1 in `column`; NULL, another type or another number throws.
+    package func requiredBool(at column: Int32) throws(RowDecodingError) -> Bool {
+        switch try requiredInt(at: column) {
+        case 0: return false
+        case 1: return true
+        default: throw decodingError(column, expected: "0 or 1")
+        }
+    }
+
+    /// The text in `column`; NULL or another type throws.
+    package func requiredString(at column: Int32) throws(RowDecodingError) -> String {
+        guard let value = try optionalString(at: column) else { throw decodingError(column, expected: "TEXT") }
+        return value
+    }
+
+    /// The text in `column`, nil for NULL; another type throws.
+    package func optionalString(at column: Int32) throws(RowDecodingError) -> String? {
+        switch sqlite3_column_type(handle, column) {
+        case SQLITE_NULL: return nil
+        case SQLITE_TEXT: return string(at: column)
+        default: throw decodingError(column, expected: "TEXT or NULL")
+        }
+    }
+
+    private func decodingError(_ column: Int32, expected: String) -> RowDecodingError {
+        RowDecodingError(
+            column: column < sqlite3_column_count(handle) ? columnNames[Int(column)] : "#\(column)",
+            expected: expected, found: SQLiteValue.typeName(sqlite3_column_type(handle, column)), sql: sql)
+    }
+
     private func value(at column: Int32) -> SQLiteValue {
         switch sqlite3_column_type(handle, column) {
         case SQLITE_INTEGER:
@@ -258,6 +309,42 @@ package struct Row: Sendable, Hashable {
     package func bool(_ index: Int) -> Bool? { Self.int(values[index]).map { $0 != 0 } }
     /// The integer in column `name` as a boolean.
     package func bool(_ name: String) -> Bool? { Self.int(self[name]).map { $0 != 0 } }
+
+    // MARK: Strict accessors (see Statement's): NULL or a wrong type throws
+
+    /// The integer in column `name`; NULL or another type throws.
+    package func requiredInt(_ name: String) throws(RowDecodingError) -> Int64 {
+        guard case .integer(let value) = self[name] else { throw decodingError(name, expected: "INTEGER") }
+        return value
+    }
+
+    /// The integer in column `name`, nil for NULL; another type throws.
+    package func optionalInt(_ name: String) throws(RowDecodingError) -> Int64? {
+        switch self[name] {
+        case .null: return nil
+        case .integer(let value): return value
+        default: throw decodingError(name, expected: "INTEGER or NULL")
+        }
+    }
+
+    /// The text in column `name`; NULL or another type throws.
+    package func requiredString(_ name: String) throws(RowDecodingError) -> String {
+        guard case .text(let value) = self[name] else { throw decodingError(name, expected: "TEXT") }
+        return value
+    }
+
+    /// The text in column `name`, nil for NULL; another type throws.
+    package func optionalString(_ name: String) throws(RowDecodingError) -> String? {
+        switch self[name] {
+        case .null: return nil
+        case .text(let value): return value
+        default: throw decodingError(name, expected: "TEXT or NULL")
+        }
+    }
+
+    private func decodingError(_ name: String, expected: String) -> RowDecodingError {
+        RowDecodingError(column: name, expected: expected, found: self[name].typeName, sql: nil)
+    }
 
     private static func int(_ value: SQLiteValue) -> Int64? {
         switch value {

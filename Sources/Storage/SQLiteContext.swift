@@ -8,6 +8,8 @@ struct SQLiteContext: IdentityWriteContext {
     let db: Database
     /// Called when a subscriber is retired, so the store schedules the deletion of its events.
     var onRetire: (() -> Void)? = nil
+    /// Told what a row held that was skipped rather than refused (an unknown tenant setting), for the log.
+    var onSkipped: DatabaseErrorHandler? = nil
 
     // MARK: - Tenancy
 
@@ -19,22 +21,30 @@ struct SQLiteContext: IdentityWriteContext {
                 FROM tenants WHERE id = ?
                 """, [id])
         else { return nil }
-        let settingsJSON = (try? JSONParser.parse(Array((row.string("settings") ?? "{}").utf8)))?.objectValue
+        let text = try row.requiredString("settings")
+        guard let settingsJSON = (try? JSONParser.parse(Array(text.utf8)))?.objectValue else {
+            throw RowDecodingError(column: "settings", expected: "a JSON object", found: "TEXT", sql: "tenants")
+        }
+        let (settings, skipped) = try TenantSettings.decode(settingsJSON)
+        for var problem in skipped {
+            problem.reason += " (tenant \(id))"
+            onSkipped?("tenant settings", problem)
+        }
         return TenantRecord(
-            id: row.string("id") ?? id, workspaceID: row.string("workspace_id") ?? "", name: row.string("name") ?? "",
-            settings: TenantSettings.decode(settingsJSON ?? [:]),
+            id: try row.requiredString("id"), workspaceID: try row.requiredString("workspace_id"),
+            name: try row.requiredString("name"), settings: settings,
             secrets: IdentitySecretSet(
-                current: Array((row.string("identity_secret") ?? "").utf8),
-                previous: row.string("previous_secret").map { Array($0.utf8) },
-                previousExpiresAt: row.int("previous_expires_at")),
-            createdAt: Timestamp(millis: row.int("created_at") ?? 0))
+                current: Array(try row.requiredString("identity_secret").utf8),
+                previous: try row.optionalString("previous_secret").map { Array($0.utf8) },
+                previousExpiresAt: try row.optionalInt("previous_expires_at")),
+            createdAt: Timestamp(millis: try row.requiredInt("created_at")))
     }
 
     func apiKey(hash: String) throws -> APIKeyRecord? {
         try db.queryOne(
             "SELECT id, kind, workspace_id, tenant_id, display_prefix, created_at, revoked_at FROM api_keys WHERE hash = ?",
             [hash]
-        ).flatMap(Self.apiKeyRecord)
+        ).map(Self.apiKeyRecord)
     }
 
     func apiKeys(workspaceID: String, tenantID: String?) throws -> [APIKeyRecord] {
@@ -43,17 +53,19 @@ struct SQLiteContext: IdentityWriteContext {
             SELECT id, kind, workspace_id, tenant_id, display_prefix, created_at, revoked_at FROM api_keys
             WHERE workspace_id = ? AND tenant_id IS ? ORDER BY created_at, id
             """, [workspaceID, tenantID]
-        ).compactMap(Self.apiKeyRecord)
+        ).map(Self.apiKeyRecord)
     }
 
-    private static func apiKeyRecord(_ row: Row) -> APIKeyRecord? {
-        guard let id = row.string("id"), let kind = row.string("kind").flatMap(KeyKind.init(rawValue:)),
-            let workspace = row.string("workspace_id")
-        else { return nil }
+    private static func apiKeyRecord(_ row: Row) throws -> APIKeyRecord {
+        let kindText = try row.requiredString("kind")
+        guard let kind = KeyKind(rawValue: kindText) else {
+            throw RowDecodingError(column: "kind", expected: "client, secret or workspace", found: "TEXT", sql: nil)
+        }
         return APIKeyRecord(
-            id: id, kind: kind, workspaceID: workspace, tenantID: row.string("tenant_id"),
-            displayPrefix: row.string("display_prefix") ?? "", createdAt: Timestamp(millis: row.int("created_at") ?? 0),
-            revokedAt: row.int("revoked_at").map(Timestamp.init(millis:)))
+            id: try row.requiredString("id"), kind: kind, workspaceID: try row.requiredString("workspace_id"),
+            tenantID: try row.optionalString("tenant_id"), displayPrefix: try row.requiredString("display_prefix"),
+            createdAt: Timestamp(millis: try row.requiredInt("created_at")),
+            revokedAt: try row.optionalInt("revoked_at").map(Timestamp.init(millis:)))
     }
 
     func workspaceExists(id: String) throws -> Bool {
@@ -61,7 +73,7 @@ struct SQLiteContext: IdentityWriteContext {
     }
 
     func firstWorkspaceID() throws -> String? {
-        try db.queryOne("SELECT id FROM workspaces ORDER BY created_at, id LIMIT 1")?.string(0)
+        try db.queryOne("SELECT id FROM workspaces ORDER BY created_at, id LIMIT 1") { try $0.requiredString(at: 0) }
     }
 
     func insertWorkspace(id: String, name: String, now: Timestamp) throws {
@@ -119,8 +131,8 @@ struct SQLiteContext: IdentityWriteContext {
 
     func subscriberKey(tenantID: String, alias: String) throws -> Int64? {
         try db.queryOne("SELECT subscriber_key FROM aliases WHERE tenant_id = ? AND alias = ?", [tenantID, alias]) {
-            $0.int(at: 0)
-        } ?? nil
+            try $0.requiredInt(at: 0)
+        }
     }
 
     // The hot statements below are built once: interpolating on every call would allocate a new
@@ -145,12 +157,14 @@ struct SQLiteContext: IdentityWriteContext {
         try db.queryOne(Self.subscriberByAliasSQL, [tenantID, alias], read: Self.subscriberRecord)
     }
 
-    private static func subscriberRecord(_ row: Statement) -> SubscriberRecord {
+    private static func subscriberRecord(_ row: Statement) throws -> SubscriberRecord {
         SubscriberRecord(
-            key: row.int(at: 0) ?? 0, tenantID: row.string(at: 1) ?? "", id: row.string(at: 2) ?? "",
-            anonymous: row.bool(at: 3) ?? false, verified: row.bool(at: 4) ?? false, email: row.string(at: 5),
-            emailSubscribed: row.bool(at: 6) ?? false, lastSeq: row.int(at: 7) ?? 0, eventCount: row.int(at: 8) ?? 0,
-            createdAt: Timestamp(millis: row.int(at: 9) ?? 0), updatedAt: Timestamp(millis: row.int(at: 10) ?? 0))
+            key: try row.requiredInt(at: 0), tenantID: try row.requiredString(at: 1), id: try row.requiredString(at: 2),
+            anonymous: try row.requiredBool(at: 3), verified: try row.requiredBool(at: 4),
+            email: try row.optionalString(at: 5), emailSubscribed: try row.requiredBool(at: 6),
+            lastSeq: try row.requiredInt(at: 7), eventCount: try row.requiredInt(at: 8),
+            createdAt: Timestamp(millis: try row.requiredInt(at: 9)),
+            updatedAt: Timestamp(millis: try row.requiredInt(at: 10)))
     }
 
     func listSubscribers(
@@ -167,12 +181,13 @@ struct SQLiteContext: IdentityWriteContext {
     }
 
     func subscriberCounts(tenantID: String) throws -> (identified: Int, verified: Int) {
-        let row = try db.queryOne(
+        let counts = try db.queryOne(
             """
             SELECT count(*), coalesce(sum(verified), 0) FROM subscribers
             WHERE tenant_id = ? AND anonymous = 0 AND retired = 0
-            """, [tenantID])
-        return (Int(row?.int(0) ?? 0), Int(row?.int(1) ?? 0))
+            """, [tenantID]
+        ) { (Int(try $0.requiredInt(at: 0)), Int(try $0.requiredInt(at: 1))) }
+        return counts ?? (0, 0)
     }
 
     func insertSubscriber(tenantID: String, id: String, anonymous: Bool, now: Timestamp) throws -> SubscriberRecord {
@@ -208,8 +223,16 @@ struct SQLiteContext: IdentityWriteContext {
         try db.query(
             "SELECT alias FROM aliases WHERE subscriber_key = ? AND alias <> ? ORDER BY alias", [key, current]
         ) {
-            $0.string(at: 0)
+            try $0.requiredString(at: 0)
         }
+    }
+
+    func aliasCount(key: Int64) throws -> Int {
+        // A covering scan of aliases_by_subscriber: at most maxAliases entries, and only merges ask.
+        Int(
+            try db.queryOne("SELECT count(*) FROM aliases WHERE subscriber_key = ?", [key]) {
+                try $0.requiredInt(at: 0)
+            } ?? 0)
     }
 
     func reassignAliases(from: Int64, to: Int64) throws {
@@ -240,7 +263,13 @@ struct SQLiteContext: IdentityWriteContext {
     /// over many groups instead of inside the merge's.
     /// - Returns: false when no retired subscriber was left to work on.
     func purgeRetired(limit: Int) throws -> Bool {
-        guard let key = try db.queryOne("SELECT key FROM subscribers WHERE retired = 1 LIMIT 1")?.int(0) else {
+        guard
+            let key = try db.queryOne(
+                "SELECT key FROM subscribers WHERE retired = 1 LIMIT 1",
+                read: {
+                    try $0.requiredInt(at: 0)
+                })
+        else {
             return false
         }
         try db.execute(
@@ -257,14 +286,20 @@ struct SQLiteContext: IdentityWriteContext {
     // MARK: - Attributes
 
     func attributes(key: Int64) throws -> [(name: String, entry: AttributeEntry)] {
-        try db.query("SELECT name, value, set_by_backend FROM attributes WHERE subscriber_key = ? ORDER BY name", [key])
-        {
-            row -> (name: String, entry: AttributeEntry)? in
-            guard let name = row.string(at: 0), let text = row.string(at: 1),
-                let value = try? JSONParser.parse(Array(text.utf8), maxDepth: 64)
-            else { return nil }
-            return (name, AttributeEntry(value: value, setByBackend: row.bool(at: 2) ?? false))
+        try db.query(
+            "SELECT name, value, set_by_backend FROM attributes WHERE subscriber_key = ? ORDER BY name", [key],
+            read: { try Self.attribute($0, from: 0) })
+    }
+
+    private static func attribute(_ row: Statement, from c: Int32) throws -> (name: String, entry: AttributeEntry) {
+        let text = try row.requiredString(at: c + 1)
+        // Stored only after validation: text that does not parse is a damaged row, not an absent attribute.
+        guard let value = try? JSONParser.parse(Array(text.utf8), maxDepth: 64) else {
+            throw RowDecodingError(column: "value", expected: "JSON", found: "TEXT", sql: row.sql)
         }
+        return (
+            try row.requiredString(at: c), AttributeEntry(value: value, setByBackend: try row.requiredBool(at: c + 2))
+        )
     }
 
     func writeAttributes(key: Int64, _ changes: [(name: String, entry: AttributeEntry?)]) throws {
@@ -289,12 +324,14 @@ struct SQLiteContext: IdentityWriteContext {
             """
             SELECT device_id, token, platform, created_at, updated_at FROM push_subscriptions
             WHERE subscriber_key = ? ORDER BY updated_at DESC, device_id
-            """, [key]
-        ) { row in
-            PushSubscriptionRecord(
-                deviceID: row.string(at: 0) ?? "", token: row.string(at: 1) ?? "", platform: row.string(at: 2) ?? "",
-                createdAt: Timestamp(millis: row.int(at: 3) ?? 0), updatedAt: Timestamp(millis: row.int(at: 4) ?? 0))
-        }
+            """, [key], read: { try Self.pushSubscription($0, from: 0) })
+    }
+
+    private static func pushSubscription(_ row: Statement, from c: Int32) throws -> PushSubscriptionRecord {
+        PushSubscriptionRecord(
+            deviceID: try row.requiredString(at: c), token: try row.requiredString(at: c + 1),
+            platform: try row.requiredString(at: c + 2), createdAt: Timestamp(millis: try row.requiredInt(at: c + 3)),
+            updatedAt: Timestamp(millis: try row.requiredInt(at: c + 4)))
     }
 
     func upsertPushSubscription(
@@ -342,12 +379,14 @@ struct SQLiteContext: IdentityWriteContext {
 
     func preferences(key: Int64) throws -> [PreferenceRecord] {
         try db.query(
-            "SELECT topic, subscribed, updated_at FROM preferences WHERE subscriber_key = ? ORDER BY topic", [key]
-        ) { row in
-            PreferenceRecord(
-                topic: row.string(at: 0) ?? "", subscribed: row.bool(at: 1) ?? false,
-                updatedAt: Timestamp(millis: row.int(at: 2) ?? 0))
-        }
+            "SELECT topic, subscribed, updated_at FROM preferences WHERE subscriber_key = ? ORDER BY topic", [key],
+            read: { try Self.preference($0, from: 0) })
+    }
+
+    private static func preference(_ row: Statement, from c: Int32) throws -> PreferenceRecord {
+        PreferenceRecord(
+            topic: try row.requiredString(at: c), subscribed: try row.requiredBool(at: c + 1),
+            updatedAt: Timestamp(millis: try row.requiredInt(at: c + 2)))
     }
 
     func writePreference(key: Int64, _ p: PreferenceRecord) throws {
@@ -364,13 +403,15 @@ struct SQLiteContext: IdentityWriteContext {
             """
             SELECT device_id, platform, app_version, os_version, model, locale, time_zone, last_seen_at
             FROM devices WHERE subscriber_key = ? ORDER BY last_seen_at DESC, device_id
-            """, [key]
-        ) { row in
-            DeviceRecord(
-                deviceID: row.string(at: 0) ?? "", platform: row.string(at: 1), appVersion: row.string(at: 2),
-                osVersion: row.string(at: 3), model: row.string(at: 4), locale: row.string(at: 5),
-                timeZone: row.string(at: 6), lastSeenAt: Timestamp(millis: row.int(at: 7) ?? 0))
-        }
+            """, [key], read: { try Self.device($0, from: 0) })
+    }
+
+    private static func device(_ row: Statement, from c: Int32) throws -> DeviceRecord {
+        DeviceRecord(
+            deviceID: try row.requiredString(at: c), platform: try row.optionalString(at: c + 1),
+            appVersion: try row.optionalString(at: c + 2), osVersion: try row.optionalString(at: c + 3),
+            model: try row.optionalString(at: c + 4), locale: try row.optionalString(at: c + 5),
+            timeZone: try row.optionalString(at: c + 6), lastSeenAt: Timestamp(millis: try row.requiredInt(at: c + 7)))
     }
 
     func upsertDevice(key: Int64, _ d: DeviceRecord) throws {
@@ -393,6 +434,57 @@ struct SQLiteContext: IdentityWriteContext {
                 key, d.deviceID, d.platform, d.appVersion, d.osVersion, d.model, d.locale, d.timeZone,
                 d.lastSeenAt.millis,
             ])
+    }
+
+    // MARK: - Batched snapshots
+
+    /// A page's snapshots in five statements whatever its size: the subscriber keys go in as one
+    /// JSON array (`json_each`), so each child table is one cached statement probed by its index
+    /// once per key, and rows come back grouped by subscriber in the order the single reads use.
+    func snapshots(of records: [SubscriberRecord]) throws -> [SubscriberSnapshot] {
+        guard !records.isEmpty else { return [] }
+        let keys = "[" + records.map { String($0.key) }.joined(separator: ",") + "]"
+        func grouped<T>(_ sql: String, _ read: (Statement) throws -> T) throws -> [Int64: [T]] {
+            var byKey: [Int64: [T]] = [:]
+            _ = try db.query(sql, [keys]) { row -> Void? in
+                byKey[try row.requiredInt(at: 0), default: []].append(try read(row))
+                return nil
+            }
+            return byKey
+        }
+        let attributes = try grouped(
+            """
+            SELECT subscriber_key, name, value, set_by_backend FROM attributes
+            WHERE subscriber_key IN (SELECT value FROM json_each(?)) ORDER BY subscriber_key, name
+            """, { try Self.attribute($0, from: 1) })
+        let aliases = try grouped(
+            """
+            SELECT subscriber_key, alias FROM aliases
+            WHERE subscriber_key IN (SELECT value FROM json_each(?)) ORDER BY subscriber_key, alias
+            """, { try $0.requiredString(at: 1) })
+        let push = try grouped(
+            """
+            SELECT subscriber_key, device_id, token, platform, created_at, updated_at FROM push_subscriptions
+            WHERE subscriber_key IN (SELECT value FROM json_each(?))
+            ORDER BY subscriber_key, updated_at DESC, device_id
+            """, { try Self.pushSubscription($0, from: 1) })
+        let preferences = try grouped(
+            """
+            SELECT subscriber_key, topic, subscribed, updated_at FROM preferences
+            WHERE subscriber_key IN (SELECT value FROM json_each(?)) ORDER BY subscriber_key, topic
+            """, { try Self.preference($0, from: 1) })
+        let devices = try grouped(
+            """
+            SELECT subscriber_key, device_id, platform, app_version, os_version, model, locale, time_zone, last_seen_at
+            FROM devices WHERE subscriber_key IN (SELECT value FROM json_each(?))
+            ORDER BY subscriber_key, last_seen_at DESC, device_id
+            """, { try Self.device($0, from: 1) })
+        return records.map { r in
+            SubscriberSnapshot(
+                record: r, attributes: attributes[r.key] ?? [], aliases: (aliases[r.key] ?? []).filter { $0 != r.id },
+                pushSubscriptions: push[r.key] ?? [], preferences: preferences[r.key] ?? [],
+                devices: devices[r.key] ?? [])
+        }
     }
 
     // MARK: - Events
@@ -426,13 +518,14 @@ struct SQLiteContext: IdentityWriteContext {
             SELECT seq, client_id, name, timestamp, received_at, properties FROM events
             WHERE subscriber_key = ? AND seq > ? ORDER BY seq LIMIT ?
             """, [key, afterSeq, limit]
-        ).map { row in
+        ) { row in
             EventRecord(
-                seq: row.int(0) ?? 0,
+                seq: try row.requiredInt(at: 0),
                 event: NewEvent(
-                    clientID: row.string(1) ?? "", name: row.string(2) ?? "",
-                    timestamp: Timestamp(millis: row.int(3) ?? 0), receivedAt: Timestamp(millis: row.int(4) ?? 0),
-                    propertiesJSON: row.string(5)))
+                    clientID: try row.requiredString(at: 1), name: try row.requiredString(at: 2),
+                    timestamp: Timestamp(millis: try row.requiredInt(at: 3)),
+                    receivedAt: Timestamp(millis: try row.requiredInt(at: 4)),
+                    propertiesJSON: try row.optionalString(at: 5)))
         }
     }
 }

@@ -18,6 +18,7 @@ package final class SQLiteIdentityStore: IdentityStore {
     }
 
     package let writer: DatabaseWriter
+    private let onError: DatabaseErrorHandler?
     private let readers: DatabaseReaderPool
     /// Deletes retired subscribers' events in the background (see `retireSubscriber`).
     private let purge: RetiredPurge
@@ -25,11 +26,16 @@ package final class SQLiteIdentityStore: IdentityStore {
     private let snapshots: SnapshotCache?
 
     /// Opens the database, applies pending migrations, and starts the writer.
-    /// - Parameter onCommit: observes each group commit (batch size, duration) for metrics.
+    /// - Parameters:
+    ///   - onCommit: observes each group commit (batch size, duration) for metrics.
+    ///   - onError: told of what no caller sees: failed checkpoints and PRAGMAs on the writer,
+    ///     stored tenant settings that were skipped. For the log and a metric.
     package init(
         configuration: Configuration,
-        onCommit: (@Sendable (_ batchSize: Int, _ commitDuration: Duration) -> Void)? = nil
+        onCommit: (@Sendable (_ batchSize: Int, _ commitDuration: Duration) -> Void)? = nil,
+        onError: DatabaseErrorHandler? = nil
     ) throws {
+        self.onError = onError
         var options = Database.Options()
         options.synchronous = configuration.synchronous
         options.busyTimeout = configuration.busyTimeout
@@ -51,7 +57,7 @@ package final class SQLiteIdentityStore: IdentityStore {
         }
         writer = try DatabaseWriter(
             path: configuration.path, options: options, maxBatch: configuration.maxWriteBatch, onCommit: onCommit,
-            setUp: setUp, afterGroup: afterGroup)
+            setUp: setUp, afterGroup: afterGroup, onError: onError)
         var readOptions = options
         readOptions.readOnly = true
         readers = try DatabaseReaderPool(
@@ -76,7 +82,7 @@ package final class SQLiteIdentityStore: IdentityStore {
 
     package func read<T>(_ body: (any IdentityReadContext) throws -> T) throws -> T {
         do {
-            return try readers.read { db in try body(SQLiteContext(db: db)) }
+            return try readers.read { db in try body(SQLiteContext(db: db, onSkipped: onError)) }
         } catch let error as SQLiteError {
             throw Self.domainError(error)
         }
@@ -100,8 +106,9 @@ package final class SQLiteIdentityStore: IdentityStore {
         _ body: @escaping @Sendable (any IdentityWriteContext) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
-        let purge = self.purge
-        writer.submit({ db in try body(SQLiteContext(db: db, onRetire: purge.request)) }) { result in
+        let (purge, onError) = (self.purge, self.onError)
+        writer.submit({ db in try body(SQLiteContext(db: db, onRetire: purge.request, onSkipped: onError)) }) {
+            result in
             completion(result.mapError { error in (error as? SQLiteError).map(Self.domainError) ?? error })
         }
     }
@@ -121,13 +128,15 @@ package final class SQLiteIdentityStore: IdentityStore {
         } else {
             return error
         }
-        return IdentityError(code: "unavailable", message: reason)
+        return IdentityError(code: .unavailable, message: reason)
     }
 
     /// Blocking write, for the CLI and tests.
     package func write<T: Sendable>(_ body: @escaping @Sendable (any IdentityWriteContext) throws -> T) throws -> T {
-        let purge = self.purge
-        return try writer.write { db in try body(SQLiteContext(db: db, onRetire: purge.request)) }
+        let (purge, onError) = (self.purge, self.onError)
+        return try writer.write { db in
+            try body(SQLiteContext(db: db, onRetire: purge.request, onSkipped: onError))
+        }
     }
 
     /// Drains queued writes, checkpoints and closes every connection.

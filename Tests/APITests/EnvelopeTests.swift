@@ -17,7 +17,7 @@ import Testing
         let fast = Envelope.success(data, requestID: requestID)
         // A warning forces the general path; without it, the bytes must be the same object.
         let general = Envelope.success(
-            data, requestID: requestID, warnings: [IdentityWarning(code: "c", message: "m")])
+            data, requestID: requestID, warnings: [IdentityWarning(code: .attributeProtected, message: "m")])
         let fastObject = try #require(try JSONParser.parse(fast.body).objectValue)
         var generalObject = try #require(try JSONParser.parse(general.body).objectValue)
         var metadata = try #require(generalObject["metadata"]?.objectValue)

@@ -36,22 +36,49 @@ enum IdentityServers {
 
 typealias JSONDict = [String: Any]
 
-/// A fresh tenant of a running server and one keep-alive connection to it.
+/// A fresh tenant of a running server and one keep-alive connection to it, or of an in-process
+/// app with a manual clock (for tests that order writes in time).
 final class IdentitySession {
-    let server: TestServer
+    private let running: (server: TestServer, client: HTTPClient)?
+    /// Set for a session made with `init(inProcess:)`.
+    let inProcess: InProcessApp?
     let tenant: TestTenant
-    let client: HTTPClient
+
+    var server: TestServer { running!.server }
+    var client: HTTPClient { running!.client }
 
     init(_ server: TestServer = IdentityServers.shared) throws {
-        self.server = server
         tenant = try server.createTenant(name: "identity-" + randomAlphanumerics(8))
-        client = try HTTPClient(port: server.port)
+        running = (server, try HTTPClient(port: server.port))
+        inProcess = nil
+    }
+
+    /// A session on its own in-process app: its `tick()` moves the manual clock, no sleeping.
+    init(inProcess app: InProcessApp) throws {
+        tenant = try app.createTenant(name: "identity-" + randomAlphanumerics(8))
+        running = nil
+        inProcess = app
+    }
+
+    deinit { inProcess?.close() }
+
+    /// Moves the server's clock on so "newer" is well defined: 3 ms of the manual clock in
+    /// process; against a real server, 3 ms of waiting.
+    func tick() {
+        if let inProcess { inProcess.clock.advance(byMillis: 3) } else { usleep(3_000) }
+    }
+
+    private func send(_ method: String, _ path: String, json: Any?, headers: [String: String]) throws
+        -> HTTPClient.Response
+    {
+        if let inProcess { return try inProcess.send(method, path, json: json, headers: headers) }
+        return try client.send(method, path, json: json, headers: headers)
     }
 
     /// With the secret key.
     @discardableResult
     func backend(_ method: String, _ path: String, _ json: Any? = nil) throws -> HTTPClient.Response {
-        try client.send(method, path, json: json, headers: tenant.backend)
+        try send(method, path, json: json, headers: tenant.backend)
     }
 
     /// With the client key (and any identity headers).
@@ -59,7 +86,7 @@ final class IdentitySession {
     func app(_ method: String, _ path: String, _ json: Any? = nil, headers: [String: String] = [:]) throws
         -> HTTPClient.Response
     {
-        try client.send(method, path, json: json, headers: tenant.app.merging(headers) { _, new in new })
+        try send(method, path, json: json, headers: tenant.app.merging(headers) { _, new in new })
     }
 
     @discardableResult

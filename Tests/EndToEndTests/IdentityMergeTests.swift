@@ -3,10 +3,9 @@ import Glibc
 import TestSupport
 import Testing
 
-/// API.md §6: identify and the three merge shapes, through HTTP.
+/// API.md §6: identify and the three merge shapes, through HTTP. The tests whose outcome depends
+/// on which write is newer run in process on a manual clock, so their order is exact, not timed.
 @Suite struct IdentityMergeTests {
-    /// Lets the server's millisecond clock move on, so "newer" is well defined.
-    private func tick() { usleep(3_000) }
 
     private func markers(_ timeline: [JSONDict]) -> [JSONDict] {
         timeline.filter { $0.string("name") == "$subscriber.merged" }
@@ -65,14 +64,14 @@ import Testing
     }
 
     @Test func absorbMovesEverythingOntoTheIdentifiedTimeline() throws {
-        let s = try IdentitySession()
+        let s = try IdentitySession(inProcess: try InProcessApp())
         // The identified person: backend attributes, own events, preferences.
         #expect(
             try s.backend("PUT", "/v1/subscribers/ada", ["attributes": ["plan": "pro", "team": "core"]]).status == 201)
         try s.sendEvents(
             "ada", [makeEvent("own-1", timestamp: isoStamp(50_000)), makeEvent("own-2", timestamp: isoStamp(60_000))])
         try s.app("PUT", "/v1/subscribers/ada/preferences", ["topics": ["news": true]])
-        tick()
+        s.tick()
         // The second device, anonymous: older timestamps than ada's events, on purpose.
         let anon = newAnonymousID()
         try s.sendEvents(
@@ -84,9 +83,9 @@ import Testing
             ])
         // news: newer here
         try s.app("PUT", "/v1/subscribers/\(anon)/preferences", ["topics": ["news": false, "promo": true]])
-        tick()
+        s.tick()
         try s.app("PUT", "/v1/subscribers/ada/preferences", ["topics": ["promo": false]])  // promo: newer on ada
-        tick()
+        s.tick()
         try s.app("PUT", "/v1/subscribers/\(anon)/preferences", ["topics": ["digest": true]])  // only on the device
         try s.app("PATCH", "/v1/subscribers/\(anon)/attributes", ["attributes": ["plan": "free", "color": "blue"]])
         try s.app("PUT", "/v1/subscribers/\(anon)/push-subscriptions/phone", ["token": "tok-phone", "platform": "ios"])
@@ -140,7 +139,7 @@ import Testing
     }
 
     @Test func retryIsANoOp() throws {
-        let s = try IdentitySession()
+        let s = try IdentitySession(inProcess: try InProcessApp())
         let renamed = newAnonymousID()
         let absorbed = newAnonymousID()
         let linked = newAnonymousID()
@@ -152,7 +151,7 @@ import Testing
         let before = try #require(try s.subscriber("kim"))
         let timeline = try s.timeline("kim")
         #expect(markers(timeline).count == 3)
-        tick()
+        s.tick()
         for anon in [renamed, absorbed, linked, renamed] {
             let retry = try s.identify(["externalId": "kim", "anonymousId": anon])
             #expect(retry.status == 200)

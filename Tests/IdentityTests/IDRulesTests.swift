@@ -42,7 +42,7 @@ import Testing
         do {
             try IDRules.validateExternalID(id)
         } catch {
-            #expect(error.code == "invalid_external_id")
+            #expect(error.code == .invalidExternalID)
         }
     }
 
@@ -61,7 +61,7 @@ import Testing
             _ = try IDRules.subscriberID("anon_bad")
             Issue.record("anon_bad was accepted")
         } catch {
-            #expect(error.code == "invalid_anonymous_id")
+            #expect(error.code == .invalidAnonymousID)
         }
         #expect(try IDRules.subscriberID("anon_V1StGXR8_Z5jdHi6B-myT").isAnonymous)
         #expect(try IDRules.subscriberID("user_42").isAnonymous == false)

@@ -56,9 +56,9 @@ let verificationSecret = IdentityVerifier.key(fromSecret: "bk_isec_0123456789abc
     }
 
     @Test func failuresCarryStableCodes() {
-        #expect(ProofFailure.invalidHash.code == "invalid_identity_hash")
-        #expect(ProofFailure.invalidToken(reason: "x").code == "invalid_identity_token")
-        #expect(ProofFailure.tokenExpired.code == "identity_token_expired")
+        #expect(ProofFailure.invalidHash.code.rawValue == "invalid_identity_hash")
+        #expect(ProofFailure.invalidToken(reason: "x").code.rawValue == "invalid_identity_token")
+        #expect(ProofFailure.tokenExpired.code.rawValue == "identity_token_expired")
         #expect(ProofFailure.invalidToken(reason: "bad signature").message.contains("bad signature"))
     }
 }

@@ -261,6 +261,28 @@ import Testing
         #expect(try Database(path: path).queryOne("SELECT count(*) FROM t")?.int(0) == 200)
     }
 
+    @Test func aCheckpointThatFailsIsReportedNotSwallowed() throws {
+        let reported = Mutex<[String]>([])
+        let writer = try DatabaseWriter(
+            path: path, onError: { operation, error in reported.withLock { $0.append("\(operation): \(error)") } })
+        try writer.write { db in try db.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)") }
+        try writer.checkpointInBackground(every: .milliseconds(20))
+        let pinned = try Database(path: path)
+        try pinned.execute("BEGIN")
+        _ = try pinned.queryOne("SELECT count(*) FROM t")  // a reader on the log: TRUNCATE must wait, and cannot
+        try writer.write { db in try db.execute("INSERT INTO t(v) VALUES ('x')", []) }
+        var waited = 0.0
+        while reported.withLock({ $0.isEmpty }) && waited < 3 {
+            Thread.sleep(forTimeInterval: 0.02)
+            waited += 0.02
+        }
+        try pinned.execute("COMMIT")
+        pinned.close()
+        writer.close()
+        let lines = reported.withLock { $0 }
+        #expect(lines.contains { $0.hasPrefix("checkpoint(truncate): ") && $0.contains("SQLite error 5") }, "\(lines)")
+    }
+
     // MARK: - Readers
 
     @Test func readersSeeCommittedSnapshotsWhileTheWriterWrites() throws {

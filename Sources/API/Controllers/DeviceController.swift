@@ -45,8 +45,8 @@ struct DeviceController {
             device: try Self.device(try body.object("device"), deviceID: deviceID, now: context.now))
         let now = context.now
         return .write { ctx in
-            try SubscriberController.reply(
-                Operations.registerPush(registration, subscriberID: id, caller: caller, in: ctx, now: now), ctx)
+            SubscriberController.reply(
+                try Operations.registerPush(registration, subscriberID: id, caller: caller, in: ctx, now: now))
         }
     }
 
@@ -82,8 +82,8 @@ struct DeviceController {
         let now = context.now
         let chosen = choices
         return .write { ctx in
-            try SubscriberController.reply(
-                Operations.setPreferences(chosen, subscriberID: id, caller: caller, in: ctx, now: now), ctx)
+            SubscriberController.reply(
+                try Operations.setPreferences(chosen, subscriberID: id, caller: caller, in: ctx, now: now))
         }
     }
 

@@ -38,7 +38,8 @@ struct IdentifyController {
         return .write { ctx in
             let result = try Operations.identify(command, caller: caller, in: ctx, now: now)
             metrics.recordMerge(shape: result.merge?.shape.rawValue ?? "none")
-            return try SubscriberController.reply(result, ctx)
+            if let refusal = result.merge?.refusal { metrics.recordMergeRefusal(refusal) }
+            return SubscriberController.reply(result)
         }
     }
 }

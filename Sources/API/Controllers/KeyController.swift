@@ -54,7 +54,7 @@ struct KeyController {
         let now = context.now
         return .write { ctx in
             guard try ctx.revokeAPIKey(id: id, workspaceID: tenant.workspaceID, tenantID: tenant.id, now: now) else {
-                throw APIError(.notFound, code: "not_found", message: "This tenant has no active key with this id.")
+                throw APIError(.notFound, message: "This tenant has no active key with this id.")
             }
             return Reply(["revoked": true])
         }

@@ -49,7 +49,7 @@ struct SubscriberController {
             let result = try Operations.upsert(
                 externalID: externalID, email: email, attributes: attributes, subscribeEmail: subscribeEmail,
                 caller: caller, in: ctx, now: now)
-            return try Self.reply(result, ctx, status: result.created ? .created : .ok)
+            return Self.reply(result, status: result.created ? .created : .ok)
         }
     }
 
@@ -80,10 +80,11 @@ struct SubscriberController {
             let page = try ctx.listSubscribers(
                 tenantID: caller.tenant.id, afterKey: afterKey, limit: limit + 1, anonymous: anonymous,
                 verified: verified)
-            let shown = page.prefix(limit)
+            let shown = Array(page.prefix(limit))
             let next: JSONValue = page.count > limit ? .string(Self.encodeCursor(shown.last!.key)) : .null
-            return .reply(
-                Reply(["subscribers": .array(shown.map(Rendering.subscriberSummary)), "nextCursor": next]))
+            // Every item is the whole subscriber of API.md §4, read a page at a time.
+            let snapshots = try ctx.snapshots(of: shown)
+            return .reply(Reply(["subscribers": .array(snapshots.map(Rendering.subscriber)), "nextCursor": next]))
         }
     }
 
@@ -113,7 +114,7 @@ struct SubscriberController {
             let page = try ctx.events(key: record.key, afterSeq: after, limit: limit + 1)
             let shown = page.prefix(limit)
             let next: JSONValue = page.count > limit ? Rendering.integer(shown.last!.seq) : .null
-            return Reply(["events": .array(shown.map(Rendering.event)), "nextCursor": next])
+            return Reply(["events": .array(try shown.map(Rendering.event)), "nextCursor": next])
         }
     }
 
@@ -152,8 +153,12 @@ struct SubscriberController {
         return .write { ctx in
             let result = try Operations.merge(
                 anonymousID: anonymousID, into: externalID, caller: caller, in: ctx, now: now)
+            if let refusal = result.merge?.refusal {
+                metrics.recordMergeRefusal(refusal)
+                throw refusal.error
+            }
             if let shape = result.merge?.shape { metrics.recordMerge(shape: shape.rawValue) }
-            return try Self.reply(result, ctx)
+            return Self.reply(result)
         }
     }
 
@@ -168,22 +173,23 @@ struct SubscriberController {
         try AttributeMerge.validate(attributes, limits: caller.tenant.settings.attributeLimits)
         let now = context.now
         return .write { ctx in
-            try Self.reply(
-                Operations.patchAttributes(id: id, attributes: attributes, caller: caller, in: ctx, now: now), ctx)
+            Self.reply(
+                try Operations.patchAttributes(id: id, attributes: attributes, caller: caller, in: ctx, now: now))
         }
     }
 
     // MARK: - Shared pieces
 
-    /// `{subscriber, merge?}` with the operation's warnings, read in the same transaction.
-    static func reply(_ result: OperationResult, _ ctx: any IdentityWriteContext, status: HTTPStatus = .ok) throws
-        -> Reply
-    {
-        var data: JSONObject = [
-            "subscriber": Rendering.subscriber(try SubscriberSnapshot.load(result.subscriber, from: ctx))
-        ]
+    /// `{subscriber, merge?}` with the operation's warnings. The subscriber is read once the write
+    /// is durable, by a reader (`Reply.subscriberToShow`): loaded inside the job, every alias,
+    /// device and attribute of the person was read on the writer thread, so a write to a person
+    /// with 1,000 aliases cost the writer many times one to a new person.
+    static func reply(_ result: OperationResult, status: HTTPStatus = .ok) -> Reply {
+        var data: JSONObject = [:]
         if let merge = result.merge { data["merge"] = Rendering.merge(merge) }
-        return Reply(status: status, .object(data), warnings: result.warnings)
+        var reply = Reply(status: status, .object(data), warnings: result.warnings)
+        reply.subscriberToShow = result.subscriber
+        return reply
     }
 
     /// `subscribe: {"email": false}` → false.

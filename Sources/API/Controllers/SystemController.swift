@@ -17,7 +17,7 @@ enum SystemController {
                 do {
                     _ = try store.read { ctx in try ctx.workspaceExists(id: "") }
                 } catch {
-                    throw APIError(.serviceUnavailable, code: "unavailable", message: "The database is not reachable.")
+                    throw APIError(.unavailable, message: "The database is not reachable.")
                 }
                 return .reply(Reply(["status": "ready"]))
             },

@@ -111,7 +111,7 @@ struct WebhookController {
 
     // MARK: - Helpers
 
-    static let notFound = APIError(.notFound, code: "not_found", message: "No such webhook.")
+    static let notFound = APIError(APIError.Code.notFound, message: "No such webhook.")
 
     private func endpoint(_ context: RequestContext) throws -> WebhookEndpointRecord {
         let tenantID = try context.requireCaller().tenant.id

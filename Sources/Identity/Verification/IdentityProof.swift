@@ -17,11 +17,11 @@ package enum ProofFailure: Error, Sendable, Equatable {
     case tokenExpired
 
     /// The stable error code of API.md §2.
-    package var code: String {
+    package var code: IdentityError.Code {
         switch self {
-        case .invalidHash: "invalid_identity_hash"
-        case .invalidToken: "invalid_identity_token"
-        case .tokenExpired: "identity_token_expired"
+        case .invalidHash: .invalidIdentityHash
+        case .invalidToken: .invalidIdentityToken
+        case .tokenExpired: .identityTokenExpired
         }
     }
 

@@ -1,0 +1,137 @@
+import Foundation
+import Identity
+import JSON
+import SQLite
+import Synchronization
+import Testing
+
+@testable import Storage
+
+/// Rows that do not hold what the schema says are errors, never defaults (STYLE.md, "Failing
+/// closed"); and a page of snapshots is a few statements, not a few per subscriber.
+@Suite struct FailClosedTests {
+    let db: Database
+    let ctx: SQLiteContext
+    let tenant: TenantRecord
+    let now = Timestamp(millis: 1_800_000_000_000)
+
+    init() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("closed-\(UUID().uuidString).sqlite")
+            .path
+        db = try Database(path: path)
+        _ = try Migrator(migrations: try SQLiteIdentityStore.bundledMigrations()).migrate(db)
+        ctx = SQLiteContext(db: db)
+        try ctx.insertWorkspace(id: "ws_test", name: "test", now: now)
+        tenant = try Tenancy.createTenant(name: "acme", workspaceID: "ws_test", in: ctx, now: now).tenant
+    }
+
+    /// A subscriber with something in every child table, `n` of each.
+    private func makeSubscriber(_ id: String, children n: Int) throws -> SubscriberRecord {
+        let record = try ctx.insertSubscriber(tenantID: tenant.id, id: id, anonymous: false, now: now)
+        for i in 0..<n {
+            try ctx.addAlias(tenantID: tenant.id, alias: "anon_\(id)_\(i)", key: record.key)
+            try ctx.writeAttributes(
+                key: record.key, [("k\(i)", AttributeEntry(value: .number(String(i)), setByBackend: i % 2 == 0))])
+            try ctx.upsertPushSubscription(
+                tenantID: tenant.id, key: record.key, deviceID: "\(id)-dev\(i)", token: "\(id)-tok\(i)",
+                platform: "ios", now: Timestamp(millis: now.millis + Int64(i)))
+            try ctx.writePreference(
+                key: record.key, PreferenceRecord(topic: "t\(i)", subscribed: i % 2 == 0, updatedAt: now))
+            try ctx.upsertDevice(
+                key: record.key,
+                DeviceRecord(deviceID: "\(id)-dev\(i)", model: i % 2 == 0 ? "x" : nil, lastSeenAt: now))
+        }
+        return record
+    }
+
+    private func same(_ a: SubscriberSnapshot, _ b: SubscriberSnapshot) -> Bool {
+        a.record == b.record && a.aliases == b.aliases && a.pushSubscriptions == b.pushSubscriptions
+            && a.preferences == b.preferences && a.devices == b.devices
+            && a.attributes.map(\.name) == b.attributes.map(\.name)
+            && a.attributes.map(\.entry) == b.attributes.map(\.entry)
+    }
+
+    @Test func aPageOfSnapshotsIsFiveStatementsWhateverItsSize() throws {
+        var records: [SubscriberRecord] = []
+        for i in 0..<30 { records.append(try makeSubscriber("user\(i)", children: i % 4)) }
+        let batched = try ctx.snapshots(of: records)
+        #expect(batched.count == 30)
+        for (snapshot, record) in zip(batched, records) {
+            #expect(same(snapshot, try SubscriberSnapshot.load(record, from: ctx)), "\(record.id)")
+        }
+        func runs(_ page: [SubscriberRecord]) throws -> Int {
+            let before = db.cachedStatementRuns
+            _ = try ctx.snapshots(of: page)
+            return db.cachedStatementRuns - before
+        }
+        #expect(try runs(Array(records.prefix(3))) == 5)  // one a child table: attributes … devices
+        #expect(try runs(records) == 5)
+    }
+
+    @Test func aSubscriberColumnOfTheWrongTypeThrowsNamingIt() throws {
+        let record = try makeSubscriber("ada", children: 1)
+        #expect(try ctx.subscriber(key: record.key) != nil)
+        try db.execute("UPDATE subscribers SET verified = 'yes' WHERE key = ?", [record.key])
+        do {
+            _ = try ctx.subscriber(key: record.key)
+            Issue.record("a TEXT verified was read")
+        } catch let error as RowDecodingError {
+            #expect(error.column == "verified" && error.found == "TEXT")
+            #expect(!error.description.contains("yes"), "values stay out of errors")
+        }
+        try db.execute("UPDATE subscribers SET verified = 2 WHERE key = ?", [record.key])
+        #expect(throws: RowDecodingError.self) { try ctx.subscriber(tenantID: tenant.id, alias: "ada") }
+        #expect(throws: RowDecodingError.self) {
+            try ctx.listSubscribers(tenantID: tenant.id, afterKey: 0, limit: 10, anonymous: nil, verified: nil)
+        }
+    }
+
+    @Test func anAttributeThatDoesNotParseIsAnErrorNotAMissingKey() throws {
+        let record = try makeSubscriber("ada", children: 2)
+        try db.execute("UPDATE attributes SET value = '{nope' WHERE subscriber_key = ? AND name = 'k1'", [record.key])
+        #expect(throws: RowDecodingError.self) { try ctx.attributes(key: record.key) }
+        #expect(throws: RowDecodingError.self) { try ctx.snapshots(of: [record]) }
+    }
+
+    @Test func aDeviceOrSubscriptionWithANullWhereOneIsRequiredThrows() throws {
+        let record = try makeSubscriber("ada", children: 1)
+        // The schema says NOT NULL; a damaged or hand-edited file may still hold other types.
+        try db.execute("UPDATE devices SET last_seen_at = 'yesterday' WHERE subscriber_key = ?", [record.key])
+        #expect(throws: RowDecodingError.self) { try ctx.devices(key: record.key) }
+        try db.execute("UPDATE push_subscriptions SET created_at = 1.5 WHERE subscriber_key = ?", [record.key])
+        #expect(throws: RowDecodingError.self) { try ctx.pushSubscriptions(key: record.key) }
+    }
+
+    @Test func aCorruptSecuritySettingFailsClosed() throws {
+        try db.execute(
+            "UPDATE tenants SET settings = ? WHERE id = ?",
+            [#"{"requireVerification":"yes","allowAnonymous":false}"#, tenant.id])
+        #expect(throws: TenantSettings.DecodingError.self) { try ctx.tenant(id: tenant.id) }
+        try db.execute("UPDATE tenants SET settings = 'not json' WHERE id = ?", [tenant.id])
+        #expect(throws: RowDecodingError.self) { try ctx.tenant(id: tenant.id) }
+    }
+
+    @Test func aSettingsRowKeepsWhatItCanReadAndReportsTheRest() throws {
+        try db.execute(
+            "UPDATE tenants SET settings = ? WHERE id = ?",
+            [
+                #"{"requireVerification":true,"protectedAttributes":["plan"],"fromANewerBinary":1,"#
+                    + #""attributeLimits":{"maxKeys":"many","maxValueBytes":2048},"maxAliases":50}"#,
+                tenant.id,
+            ])
+        let reported = Mutex<[String]>([])
+        var reading = ctx
+        reading.onSkipped = { operation, error in reported.withLock { $0.append("\(operation): \(error)") } }
+        let settings = try #require(try reading.tenant(id: tenant.id)).settings
+        #expect(settings.requireVerification)
+        #expect(settings.protectedAttributes == ["plan"])
+        #expect(settings.attributeLimits.maxValueBytes == 2048)
+        #expect(settings.attributeLimits.maxKeys == AttributeLimits().maxKeys)
+        #expect(settings.maxAliases == 50)
+        let lines = reported.withLock { $0 }.sorted()
+        #expect(lines.count == 2, "\(lines)")
+        #expect(lines.allSatisfy { $0.hasPrefix("tenant settings: ") && $0.contains(tenant.id) })
+        #expect(lines.contains { $0.contains("attributeLimits.maxKeys") })
+        #expect(lines.contains { $0.contains("fromANewerBinary") })
+    }
+}

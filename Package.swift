@@ -72,6 +72,10 @@ let package = Package(
             dependencies: ["API", "TestSupport", "Identity", "JSON", "HTTP1", "HTTPServer", "Storage", "SQLite"],
             swiftSettings: swiftSettings),
         .testTarget(
+            name: "WebhookDeliveryTests",
+            dependencies: ["WebhookDelivery", "TestSupport", "API", "Identity", "Storage"],
+            swiftSettings: swiftSettings),
+        .testTarget(
             name: "EndToEndTests",
             dependencies: ["CLI", "TestSupport", "Identity", "JSON", "HTTP1", "WebhookDelivery"],
             swiftSettings: swiftSettings),

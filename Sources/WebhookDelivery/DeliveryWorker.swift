@@ -84,7 +84,8 @@ package final class DeliveryWorker: Sendable {
         }
     }
 
-    /// Sends every attempt due now, in order. Returns how many were made.
+    /// Sends every attempt due now, in order. Returns how many were made (it may be fewer than
+    /// were due: not after a `410` from the same endpoint, nor once stopping).
     @discardableResult
     package func runOnce() -> Int {
         let due: [DueWebhookDelivery]
@@ -94,14 +95,18 @@ package final class DeliveryWorker: Sendable {
         } catch {
             return 0
         }
-        for delivery in due {
+        // An endpoint that answered 410 in this batch gets nothing more (its pending rows are failed).
+        var disabled: Set<Int64> = []
+        var made = 0
+        for delivery in due where !disabled.contains(delivery.endpointKey) {
             if stopping.load(ordering: .relaxed) { break }
-            attempt(delivery)
+            if attempt(delivery) == .disabled { disabled.insert(delivery.endpointKey) }
+            made += 1
         }
-        return due.count
+        return made
     }
 
-    private func attempt(_ delivery: DueWebhookDelivery) {
+    private func attempt(_ delivery: DueWebhookDelivery) -> Result {
         let started = now()
         let timestamp = started.millis / 1000
         let body = Array(delivery.body.utf8)
@@ -140,6 +145,7 @@ package final class DeliveryWorker: Sendable {
             if gone { try ctx.disableWebhookEndpoint(key: delivery.endpointKey, now: finished) }
         }
         if recorded { onAttempt(result) }
+        return result
     }
 
     /// When attempt `attempt` (1 = the first) failed: the schedule's wait with jitter, or nil

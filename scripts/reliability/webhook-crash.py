@@ -145,7 +145,8 @@ def main():
         checked = subprocess.run([sys.executable, RECEIVER, "verify", "--secret", secret, "--log", log_path],
                                  capture_output=True, text=True)
         counts = json.loads(checked.stdout)
-        expect(counts["invalid"] == 0 and counts["valid"] == len(events),
+        # >=: a repeat may still arrive between reading the log above and this check.
+        expect(counts["invalid"] == 0 and counts["valid"] >= len(events),
                "Python's hmac accepts every signature (%s)" % checked.stdout.strip())
         status, metrics = request(server.port, "GET", "/metrics")
         pending = re.search(r"buzzkit_webhook_outbox_pending (\d+)", metrics)

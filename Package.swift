@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Every module is `package`-visible only: we publish no library.
+// Every server module is `package`-visible only; the one published library is the BuzzKit SDK (public API).
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
@@ -9,9 +9,12 @@ let swiftSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "buzzkit-server",
-    platforms: [.macOS(.v15)],
+    platforms: [.macOS(.v15), .iOS(.v16)],
     products: [
-        .executable(name: "buzzkit", targets: ["CLI"])
+        .executable(name: "buzzkit", targets: ["CLI"]),
+        // The client SDK an app embeds (API.md §16): Foundation only, public API.
+        .library(name: "BuzzKit", targets: ["BuzzKit"]),
+        .executable(name: "buzzkit-example", targets: ["BuzzKitExample"]),
     ],
     targets: [
         // MARK: - C interop: only what Swift cannot import by itself
@@ -50,6 +53,15 @@ let package = Package(
             name: "CLI", dependencies: ["API", "Storage", "SQLite", "WebhookDelivery"],
             swiftSettings: swiftSettings),
 
+        // MARK: - The client SDK (depends on nothing of the server), its example and bench
+        .target(name: "BuzzKit", swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "BuzzKitExample", dependencies: ["BuzzKit"], path: "Examples/BuzzKitExample",
+            swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "BuzzKitSDKBench", dependencies: ["BuzzKit"], path: "bench/sdk", exclude: ["run.sh"],
+            swiftSettings: swiftSettings),
+
         // MARK: - Tests
         .target(
             name: "TestSupport", dependencies: ["API", "Identity", "Storage", "HTTP1", "HTTPServer"],
@@ -70,6 +82,11 @@ let package = Package(
         .testTarget(
             name: "APITests",
             dependencies: ["API", "TestSupport", "Identity", "JSON", "HTTP1", "HTTPServer", "Storage", "SQLite"],
+            swiftSettings: swiftSettings),
+        .testTarget(name: "BuzzKitTests", dependencies: ["BuzzKit"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "BuzzKitEndToEndTests",
+            dependencies: ["BuzzKit", "BuzzKitExample", "CLI", "TestSupport", "Identity"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "WebhookDeliveryTests",

@@ -22,6 +22,7 @@ let package = Package(
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+        .systemLibrary(name: "COpenSSLTLS", path: "Sources/COpenSSLTLS"),
 
         // MARK: - Wire format, event loop, server
         .target(name: "HTTP1", swiftSettings: swiftSettings),
@@ -45,12 +46,20 @@ let package = Package(
             name: "Storage", dependencies: ["Identity", "SQLite"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         .target(
-            name: "WebhookDelivery", dependencies: ["Identity", "Crypto"], swiftSettings: swiftSettings),
+            name: "WebhookDelivery", dependencies: ["Identity", "Crypto", "WebhookSigning"],
+            swiftSettings: swiftSettings),
         .target(
-            name: "API", dependencies: ["HTTPServer", "Identity", "JSON", "WebhookDelivery"],
+            name: "API", dependencies: ["HTTPServer", "Identity", "JSON", "WebhookDelivery", "WebhookSigning"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         .executableTarget(
-            name: "CLI", dependencies: ["API", "Storage", "SQLite", "WebhookDelivery"],
+            name: "CLI",
+            dependencies: ["API", "Storage", "SQLite", "WebhookDelivery", "WebhookSigning", "WebhookClient"],
+            swiftSettings: swiftSettings),
+
+        // MARK: - Webhooks: signing and the outbound HTTP client the delivery worker plugs in
+        .target(name: "WebhookSigning", dependencies: ["Crypto"], swiftSettings: swiftSettings),
+        .target(
+            name: "WebhookClient", dependencies: ["COpenSSLTLS", "HTTP1", "Reactor"],
             swiftSettings: swiftSettings),
 
         // MARK: - The client SDK (depends on nothing of the server), its example and bench
@@ -90,7 +99,13 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "WebhookDeliveryTests",
-            dependencies: ["WebhookDelivery", "TestSupport", "API", "Identity", "Storage"],
+            dependencies: ["WebhookDelivery", "TestSupport", "API", "Identity", "Storage", "WebhookSigning"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "WebhookSigningTests", dependencies: ["WebhookSigning", "Crypto"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "WebhookClientTests", dependencies: ["WebhookClient", "Reactor"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "EndToEndTests",

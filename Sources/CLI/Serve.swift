@@ -51,7 +51,7 @@ func serve(_ settings: Settings) throws {
     metrics.setGauge("buzzkit_database_bytes") { Double(fileSize(databasePath) + fileSize(databasePath + "-wal")) }
     // The outbox's reader: deliveries run on their own thread, never on a request's.
     let webhooks = DeliveryWorker(
-        store: store, transport: PlainHTTPTransport(), configuration: settings.webhooks,
+        store: store, transport: try webhookTransport(settings.webhooks.destinations), configuration: settings.webhooks,
         now: { SystemClock().now() }, onAttempt: { metrics.recordWebhookDelivery(result: $0.rawValue) })
     metrics.setGauge("buzzkit_webhook_outbox_pending") {
         Double((try? store.read { try $0.pendingWebhookDeliveryCount() }) ?? 0)

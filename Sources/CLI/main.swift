@@ -14,6 +14,7 @@ let usage = """
            buzzkit tenant create NAME [--database PATH] [--config FILE]
            buzzkit backup DEST [--database PATH] [--config FILE]
            buzzkit identity-hash --secret S EXTERNAL_ID
+           buzzkit webhook-verify --secret S --id ID --timestamp T [--signature SIG] BODYFILE
     """
 
 /// Splits `--flag value` pairs from positional arguments; every flag takes a value.
@@ -148,6 +149,9 @@ func run(_ arguments: [String]) throws {
         guard let secret = flags["secret"], positional.count == 1 else { throw CLIError(usage, status: 2) }
         print(
             IdentityVerifier.identityHash(externalId: positional[0], secret: IdentityVerifier.key(fromSecret: secret)))
+
+    case "webhook-verify":
+        try webhookVerify(rest)
 
     case "help", "--help", "-h":
         print(usage)

@@ -1,6 +1,7 @@
 import Foundation
 import Identity
 import Synchronization
+import WebhookSigning
 
 /// The outbox reader of one server (API.md §14): its own thread takes the due attempts in order,
 /// signs and sends each, records how it went, and schedules the retry. Nothing on the request
@@ -112,7 +113,7 @@ package final class DeliveryWorker: Sendable {
         let body = Array(delivery.body.utf8)
         var status: Int?
         var failure: String?
-        if let signature = WebhookSigning.signature(
+        if let signature = try? WebhookSignature.sign(
             secret: delivery.secret, id: delivery.eventID, timestamp: timestamp, body: body)
         {
             do {

@@ -6,6 +6,7 @@ import Synchronization
 import TestSupport
 import Testing
 import WebhookDelivery
+import WebhookSigning
 
 /// A transport that answers from a script and remembers what it was asked to send.
 private final class ScriptedTransport: DeliveryTransport {
@@ -115,13 +116,31 @@ private final class ScriptedTransport: DeliveryTransport {
 
     @Test func theSignatureIsStandardWebhooks() throws {
         // The example of the Standard Webhooks specification, checked with Python's hmac.
-        let signature = WebhookSigning.signature(
+        let signature = try WebhookSignature.sign(
             secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", id: "msg_p5jXN8AQM9LWM0D4loKWxJek",
             timestamp: 1_614_265_330, body: Array(#"{"test": 2432232314}"#.utf8))
         #expect(signature == "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
-        #expect(WebhookSigning.signature(secret: "not-a-secret", id: "x", timestamp: 1, body: []) == nil)
-        let secret = WebhookSigning.newSecret()
-        #expect(secret.hasPrefix("whsec_") && StandardBase64.decode(String(secret.dropFirst(6)))?.count == 32)
+        // What the worker sends is what the receiver's check accepts (and the wrong secret is not).
+        let transport = ScriptedTransport([])
+        let (app, tenant, _) = try setUp()
+        defer { app.close() }
+        let created = try app.send(
+            "POST", "/v1/webhooks", json: ["url": "http://127.0.0.1:9/b"], headers: tenant.backend)
+        let secret = try #require(created.data?["secret"] as? String)
+        #expect(try WebhookSignature.key(fromSecret: secret).count == 32)
+        #expect(try app.send("PUT", "/v1/subscribers/signed", json: [:], headers: tenant.backend).status == 201)
+        _ = worker(app, transport, schedule: []).runOnce()
+        let sent = try #require(transport.sent.withLock { $0.first { $0.url.hasSuffix("/b") } })
+        let header = try #require(sent.headers["webhook-signature"])
+        let id = try #require(sent.headers["webhook-id"])
+        let timestamp = try #require(sent.headers["webhook-timestamp"].flatMap { Int64($0) })
+        #expect(
+            try WebhookSignature.verify(
+                secret: secret, id: id, timestamp: timestamp, body: sent.body, signatureHeader: header))
+        #expect(
+            try !WebhookSignature.verify(
+                secret: WebhookSignature.generateSecret(), id: id, timestamp: timestamp, body: sent.body,
+                signatureHeader: header))
     }
 
     @Test func destinationsParseAndPrivateAddressesAreRefused() throws {

@@ -3,6 +3,7 @@ import HTTP1
 import Identity
 import JSON
 import WebhookDelivery
+import WebhookSigning
 
 /// Webhook endpoints and their deliveries, from the backend (API.md §14).
 struct WebhookController {
@@ -47,7 +48,7 @@ struct WebhookController {
         if let description, description.utf8.count > Self.maxDescriptionLength {
             throw APIError.invalidRequest("'description' is longer than \(Self.maxDescriptionLength) bytes.")
         }
-        let secret = WebhookSigning.newSecret()
+        let secret = WebhookSignature.generateSecret()
         let endpoint = WebhookEndpointRecord(
             id: "whk_" + SecureRandom.token(length: 24), tenantID: tenantID, url: url, events: events,
             description: description, secret: secret, createdAt: context.now)

@@ -112,8 +112,6 @@ package protocol WebhookReadContext {
     /// Whether an enabled endpoint of the tenant wants `type`: one index probe, so a change in a
     /// tenant without webhooks costs nothing more.
     func webhookWanted(tenantID: String, type: String) throws -> Bool
-    /// Pending attempts due at `now`, oldest first, of enabled endpoints.
-    func dueWebhookDeliveries(now: Timestamp, limit: Int) throws -> [DueWebhookDelivery]
     /// Pending attempts, due or not: the outbox backlog.
     func pendingWebhookDeliveryCount() throws -> Int
     /// Keys of the subscribers holding the device id or the token in this tenant.
@@ -133,6 +131,12 @@ package protocol WebhookWriteContext: WebhookReadContext {
     func enqueueWebhookEvent(
         id: String, tenantID: String, type: String, body: String, now: Timestamp, endpointKey: Int64?
     ) throws -> Int
+    /// Takes up to `limit` pending attempts due at `now` (oldest first, enabled endpoints only) and
+    /// moves their due time to `leaseUntil`, so no other worker takes them while this one sends;
+    /// if it dies meanwhile they come due again then. On PostgreSQL the selection is
+    /// `FOR UPDATE SKIP LOCKED`, so servers sharing a database never claim the same attempt.
+    func claimDueWebhookDeliveries(now: Timestamp, limit: Int, leaseUntil: Timestamp) throws
+        -> [DueWebhookDelivery]
     /// Records how a pending attempt went; a non-nil `retryAt` queues the next attempt.
     func completeWebhookDelivery(
         key: Int64, succeeded: Bool, responseStatus: Int?, error: String?, now: Timestamp, retryAt: Timestamp?

@@ -121,9 +121,12 @@ extension SQLiteContext {
             """, [tenantID, type]) != nil
     }
 
-    func dueWebhookDeliveries(now: Timestamp, limit: Int) throws -> [DueWebhookDelivery] {
+    func claimDueWebhookDeliveries(now: Timestamp, limit: Int, leaseUntil: Timestamp) throws
+        -> [DueWebhookDelivery]
+    {
         let table = "webhook_deliveries"
-        return try db.query(
+        // One writer: selecting and leasing in the same transaction is already exclusive here.
+        let due = try db.query(
             """
             SELECT d.key, d.endpoint_key, w.url, w.secret, d.event_id, e.body, d.attempt
             FROM webhook_deliveries AS d
@@ -142,6 +145,11 @@ extension SQLiteContext {
                 body: try required(row.string(5), "webhook_events", "body"),
                 attempt: Int(try required(row.int(6), table, "attempt")))
         }
+        for delivery in due {
+            try db.execute(
+                "UPDATE webhook_deliveries SET next_attempt_at = ? WHERE key = ?", [leaseUntil.millis, delivery.key])
+        }
+        return due
     }
 
     func pendingWebhookDeliveryCount() throws -> Int {

@@ -89,13 +89,13 @@ package final class DeliveryWorker: Sendable {
     /// were due: not after a `410` from the same endpoint, nor once stopping).
     @discardableResult
     package func runOnce() -> Int {
-        let due: [DueWebhookDelivery]
-        do {
-            let at = now()
-            due = try store.read { try $0.dueWebhookDeliveries(now: at, limit: configuration.batchSize) }
-        } catch {
-            return 0
-        }
+        let at = now()
+        let (limit, lease) = (configuration.batchSize, Timestamp(millis: at.millis + leaseMillis))
+        guard
+            let due = blockingWrite({ ctx in
+                try ctx.claimDueWebhookDeliveries(now: at, limit: limit, leaseUntil: lease)
+            }), !due.isEmpty
+        else { return 0 }
         // An endpoint that answered 410 in this batch gets nothing more (its pending rows are failed).
         var disabled: Set<Int64> = []
         var made = 0
@@ -175,12 +175,25 @@ package final class DeliveryWorker: Sendable {
         }
     }
 
+    /// How long a claimed attempt stays out of other workers' reach: past one send's timeout, yet
+    /// short enough that a dead worker's claims come back soon. A batch of slow receivers may
+    /// outlast it and an attempt then goes out twice, which at-least-once delivery allows.
+    private var leaseMillis: Int64 { configuration.timeout.milliseconds + 15_000 }
+
     /// Runs `body` as one write job and waits for its commit. False when it failed.
     private func blockingWrite(_ body: @escaping @Sendable (any IdentityWriteContext) throws -> Void) -> Bool {
+        blockingWrite({ ctx -> Bool in
+            try body(ctx)
+            return true
+        }) ?? false
+    }
+
+    /// Runs `body` as one write job and waits for its commit; nil when it failed.
+    private func blockingWrite<T: Sendable>(_ body: @escaping @Sendable (any IdentityWriteContext) throws -> T) -> T? {
         let done = DispatchSemaphore(value: 0)
-        let outcome = Mutex(false)
+        let outcome = Mutex<T?>(nil)
         store.write({ ctx in try body(ctx) }) { result in
-            if case .success = result { outcome.withLock { $0 = true } }
+            if case .success(let value) = result { outcome.withLock { $0 = value } }
             done.signal()
         }
         done.wait()

@@ -99,8 +99,7 @@ private final class ScriptedTransport: DeliveryTransport {
         #expect(try app.send("PUT", "/v1/subscribers/g1", json: [:], headers: tenant.backend).status == 201)
         #expect(try app.send("PUT", "/v1/subscribers/g2", json: [:], headers: tenant.backend).status == 201)
         // One at a time: the first answer (410) must stop the second from going out.
-        let first = try #require(try app.store.read { try $0.dueWebhookDeliveries(now: app.clock.now(), limit: 10) })
-        #expect(first.count == 2)
+        #expect(try app.store.read { try $0.pendingWebhookDeliveryCount() } == 2)
         #expect(worker.runOnce() == 1)
         #expect(transport.sent.withLock { $0.count } == 1)
         let webhook =
@@ -112,6 +111,26 @@ private final class ScriptedTransport: DeliveryTransport {
         // A disabled endpoint no longer wants events.
         #expect(try app.send("PUT", "/v1/subscribers/g3", json: [:], headers: tenant.backend).status == 201)
         #expect(try app.store.read { try $0.pendingWebhookDeliveryCount() } == 0)
+    }
+
+    @Test func aClaimKeepsOtherWorkersOffUntilItsLeaseEnds() throws {
+        let (app, tenant, _) = try setUp()
+        defer { app.close() }
+        #expect(try app.send("PUT", "/v1/subscribers/leased", json: [:], headers: tenant.backend).status == 201)
+        let start = app.clock.now()
+        func claim(at offset: Int64) throws -> [Int64] {
+            try app.store.write { ctx in
+                try ctx.claimDueWebhookDeliveries(
+                    now: Timestamp(millis: start.millis + offset), limit: 10,
+                    leaseUntil: Timestamp(millis: start.millis + offset + 60_000))
+            }.map(\.key)
+        }
+        let first = try claim(at: 0)
+        #expect(first.count == 1)
+        #expect(try claim(at: 0).isEmpty, "another worker does not take a claimed attempt")
+        #expect(try claim(at: 59_999).isEmpty)
+        // The claimer died without an answer: the attempt comes back, the same attempt.
+        #expect(try claim(at: 60_000) == first)
     }
 
     @Test func theSignatureIsStandardWebhooks() throws {

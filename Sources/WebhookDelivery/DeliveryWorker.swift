@@ -98,16 +98,40 @@ package final class DeliveryWorker: Sendable {
         else { return 0 }
         // An endpoint that answered 410 in this batch gets nothing more (its pending rows are failed).
         var disabled: Set<Int64> = []
-        var made = 0
+        var outcomes: [Outcome] = []
         for delivery in due where !disabled.contains(delivery.endpointKey) {
             if stopping.load(ordering: .relaxed) { break }
-            if attempt(delivery) == .disabled { disabled.insert(delivery.endpointKey) }
-            made += 1
+            let outcome = attempt(delivery)
+            if outcome.result == .disabled { disabled.insert(delivery.endpointKey) }
+            outcomes.append(outcome)
         }
-        return made
+        // One write records the whole batch: the writer serves requests, and a job per attempt
+        // would cost them a share of its groups. A crash before it only means these go out again.
+        let batch = outcomes
+        let recorded = blockingWrite { ctx in
+            for o in batch {
+                try ctx.completeWebhookDelivery(
+                    key: o.key, succeeded: o.result == .succeeded, responseStatus: o.status, error: o.error,
+                    now: o.finished, retryAt: o.retryAt)
+                if o.result == .disabled { try ctx.disableWebhookEndpoint(key: o.endpointKey, now: o.finished) }
+            }
+        }
+        if recorded { for o in outcomes { onAttempt(o.result) } }
+        return outcomes.count
     }
 
-    private func attempt(_ delivery: DueWebhookDelivery) -> Result {
+    /// How one attempt went, recorded with the rest of its batch.
+    private struct Outcome: Sendable {
+        var key: Int64
+        var endpointKey: Int64
+        var result: Result
+        var status: Int?
+        var error: String?
+        var finished: Timestamp
+        var retryAt: Timestamp?
+    }
+
+    private func attempt(_ delivery: DueWebhookDelivery) -> Outcome {
         let started = now()
         let timestamp = started.millis / 1000
         let body = Array(delivery.body.utf8)
@@ -138,15 +162,9 @@ package final class DeliveryWorker: Sendable {
         if !succeeded && failure == nil { failure = "HTTP \(status ?? 0)" }
         let retryAt = succeeded || gone ? nil : retryTime(after: delivery.attempt, from: finished)
         let result: Result = succeeded ? .succeeded : gone ? .disabled : .failed
-        let (responseStatus, error) = (status, gone ? "410 Gone: endpoint disabled" : failure)
-        let recorded = blockingWrite { ctx in
-            try ctx.completeWebhookDelivery(
-                key: delivery.key, succeeded: succeeded, responseStatus: responseStatus, error: error, now: finished,
-                retryAt: retryAt)
-            if gone { try ctx.disableWebhookEndpoint(key: delivery.endpointKey, now: finished) }
-        }
-        if recorded { onAttempt(result) }
-        return result
+        return Outcome(
+            key: delivery.key, endpointKey: delivery.endpointKey, result: result, status: status,
+            error: gone ? "410 Gone: endpoint disabled" : failure, finished: finished, retryAt: retryAt)
     }
 
     /// When attempt `attempt` (1 = the first) failed: the schedule's wait with jitter, or nil

@@ -4,6 +4,8 @@
 #
 #   bench/webhook-outbox.sh                 # release build, 10 s a run, 2 runs each
 #   DUR=5 RUNS=1 BUZZKIT_BINARY=.build/debug/buzzkit bench/webhook-outbox.sh
+#   STALLED=1 bench/webhook-outbox.sh       # the receiver never answers: the worker sits in one
+#                                           # 15 s attempt, so only the request path is measured
 #
 # Prints req/s of each run, the cost of the outbox (1 - on/off), and deliveries per second.
 set -euo pipefail
@@ -19,12 +21,19 @@ WORK=$(mktemp -d)
 cleanup() { kill "${SERVER_PID:-}" "${RECEIVER_PID:-}" 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-exec 3< <(python3 scripts/webhooks/receiver.py serve --log "$WORK/received.jsonl" </dev/null)
+if [ -n "${STALLED:-}" ]; then
+    # Listens and never accepts: a delivery waits out its whole timeout.
+    exec 3< <(python3 -c 'import socket,time; s=socket.socket(); s.bind(("127.0.0.1",0)); s.listen(1)
+print("listening", s.getsockname()[1], flush=True); time.sleep(3600)' </dev/null)
+else
+    exec 3< <(python3 scripts/webhooks/receiver.py serve --log "$WORK/received.jsonl" </dev/null)
+fi
 RECEIVER_PID=$!
 read -r _ RECEIVER_PORT <&3
 
 KEY="bk_ws_$(python3 -c 'import secrets,string; print("".join(secrets.choice(string.ascii_letters+string.digits) for _ in range(32)))')"
-echo '{"logLevel":"warn"}' >"$WORK/config.json"
+# No client-key rate limit: the load would measure 429s.
+echo '{"logLevel":"warn","clientKeyRatePerSecond":0}' >"$WORK/config.json"
 BUZZKIT_BOOTSTRAP_WORKSPACE_KEY="$KEY" BUZZKIT_WEBHOOK_ALLOW_PRIVATE_NETWORKS=true \
     "$BIN" serve --port 0 --database "$WORK/db.sqlite" --config "$WORK/config.json" >"$WORK/stdout" 2>"$WORK/stderr" &
 SERVER_PID=$!
@@ -43,7 +52,9 @@ curl -sf -X POST "$BASE/v1/webhooks" -H "Authorization: Bearer $(field secretKey
 
 rate() {  # rate CLIENT_KEY RUN → req/s of one wrk run
     wrk -t2 -c"$CONNS" -d"${DUR}s" --timeout 10s -s bench/lua/identify-link.lua "$BASE/v1/identify" -- "$1" "$2" \
-        | awk '/Requests\/sec/ {print $2}'
+        >"$WORK/wrk.out"
+    if grep -q 'Non-2xx' "$WORK/wrk.out"; then echo "wrk saw errors: $(grep Non-2xx "$WORK/wrk.out")" >&2; fi
+    awk '/Requests\/sec/ {print $2}' "$WORK/wrk.out"
 }
 delivered() { curl -s "$BASE/metrics" | awk -F' ' '/^buzzkit_webhook_deliveries_total\{result="succeeded"\}/ {print $2}'; }
 

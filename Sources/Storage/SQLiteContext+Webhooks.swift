@@ -1,5 +1,6 @@
 import Identity
 import SQLite
+import Synchronization
 
 /// A stored row of the webhook or idempotency tables that does not decode: failing closed
 /// rather than sending to a default URL or replaying an empty answer.
@@ -114,7 +115,20 @@ extension SQLiteContext {
     }
 
     func webhookWanted(tenantID: String, type: String) throws -> Bool {
-        try db.queryOne(
+        if let cache = webhookFilters, !cache.isDirty {
+            let filters: [String]
+            if let cached = cache.filters(tenantID: tenantID) {
+                filters = cached
+            } else {
+                filters = try db.query(
+                    "SELECT events FROM webhook_endpoints WHERE tenant_id = ? AND enabled = 1", [tenantID]
+                ) { $0.string(at: 0) }
+                cache.store(filters, tenantID: tenantID)
+            }
+            let needle = "," + type + ","
+            return filters.contains { $0 == "*" || $0.contains(needle) }
+        }
+        return try db.queryOne(
             """
             SELECT 1 FROM webhook_endpoints WHERE tenant_id = ?1 AND enabled = 1
                 AND (events = '*' OR instr(events, ',' || ?2 || ',') > 0) LIMIT 1
@@ -175,16 +189,19 @@ extension SQLiteContext {
                 e.id, e.tenantID, e.url, Self.storedFilter(e.events), e.description, e.secret, e.enabled,
                 e.createdAt.millis,
             ])
+        webhookFilters?.endpointsChanged()
         return db.lastInsertRowID
     }
 
     func deleteWebhookEndpoint(key: Int64) throws {
         // Its deliveries go by ON DELETE CASCADE; the events stay (other endpoints may share them).
         try db.execute("DELETE FROM webhook_endpoints WHERE key = ?", [key])
+        webhookFilters?.endpointsChanged()
     }
 
     func disableWebhookEndpoint(key: Int64, now: Timestamp) throws {
         try db.execute("UPDATE webhook_endpoints SET enabled = 0 WHERE key = ?", [key])
+        webhookFilters?.endpointsChanged()
         try db.execute(
             """
             UPDATE webhook_deliveries SET status = 'failed', error = 'endpoint disabled', next_attempt_at = NULL
@@ -224,5 +241,41 @@ extension SQLiteContext {
             INSERT INTO webhook_deliveries (endpoint_key, event_id, attempt, status, created_at, next_attempt_at)
             SELECT endpoint_key, event_id, attempt + 1, 'pending', ?2, ?3 FROM webhook_deliveries WHERE key = ?1
             """, [key, now.millis, retryAt.millis])
+    }
+}
+
+/// Each tenant's enabled webhook filters, kept by the store for its writer, so that a change in a
+/// tenant with webhooks costs no "is this event wanted" query per event. Every endpoint change
+/// goes through the one writer. Its rule: from an endpoint change until the end of that write
+/// group the cache is bypassed (the change may still roll back with its savepoint or its group,
+/// and SQL then answers for whatever state the connection sees); at the group's end it is
+/// emptied and refills from committed rows. A filter never claims less than the database has.
+final class WebhookFilterCache: Sendable {
+    private struct State {
+        var byTenant: [String: [String]] = [:]
+        var dirty = false
+    }
+    private let state = Mutex(State())
+
+    var isDirty: Bool { state.withLock { $0.dirty } }
+    func filters(tenantID: String) -> [String]? { state.withLock { $0.byTenant[tenantID] } }
+    func store(_ filters: [String], tenantID: String) { state.withLock { $0.byTenant[tenantID] = filters } }
+
+    /// An endpoint was created, deleted or disabled in the running group.
+    func endpointsChanged() {
+        state.withLock {
+            $0.byTenant.removeAll()
+            $0.dirty = true
+        }
+    }
+
+    /// The writer finished a group, committed or rolled back.
+    func groupEnded() {
+        state.withLock {
+            if $0.dirty {
+                $0.byTenant.removeAll()
+                $0.dirty = false
+            }
+        }
     }
 }

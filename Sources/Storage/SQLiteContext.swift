@@ -10,6 +10,8 @@ struct SQLiteContext: IdentityWriteContext {
     var onRetire: (() -> Void)? = nil
     /// Told what a row held that was skipped rather than refused (an unknown tenant setting), for the log.
     var onSkipped: DatabaseErrorHandler? = nil
+    /// The writer's cache of enabled webhook filters; nil on readers, which query.
+    var webhookFilters: WebhookFilterCache? = nil
 
     // MARK: - Tenancy
 

@@ -22,6 +22,8 @@ package final class SQLiteIdentityStore: IdentityStore {
     private let readers: DatabaseReaderPool
     /// Deletes retired subscribers' events in the background (see `retireSubscriber`).
     private let purge: RetiredPurge
+    /// Each tenant's enabled webhook filters, for the writer's "is this event wanted" probe.
+    private let webhookFilters: WebhookFilterCache
     /// Snapshots by the id they were read for; nil when configured off.
     private let snapshots: SnapshotCache?
 
@@ -36,6 +38,7 @@ package final class SQLiteIdentityStore: IdentityStore {
         onError: DatabaseErrorHandler? = nil
     ) throws {
         self.onError = onError
+        webhookFilters = WebhookFilterCache()
         var options = Database.Options()
         options.synchronous = configuration.synchronous
         options.busyTimeout = configuration.busyTimeout
@@ -54,6 +57,13 @@ package final class SQLiteIdentityStore: IdentityStore {
                 try db.execute(SubscriberChanges.triggersSQL)
             }
             afterGroup = { cache.invalidate(changes.take()) }
+        }
+        // The webhook filter cache learns of each group's end, committed or not (see its rules).
+        let filters = webhookFilters
+        let snapshotsAfterGroup = afterGroup
+        afterGroup = {
+            snapshotsAfterGroup?()
+            filters.groupEnded()
         }
         writer = try DatabaseWriter(
             path: configuration.path, options: options, maxBatch: configuration.maxWriteBatch, onCommit: onCommit,
@@ -106,8 +116,10 @@ package final class SQLiteIdentityStore: IdentityStore {
         _ body: @escaping @Sendable (any IdentityWriteContext) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
-        let (purge, onError) = (self.purge, self.onError)
-        writer.submit({ db in try body(SQLiteContext(db: db, onRetire: purge.request, onSkipped: onError)) }) {
+        let (purge, onError, filters) = (self.purge, self.onError, self.webhookFilters)
+        writer.submit({ db in
+            try body(SQLiteContext(db: db, onRetire: purge.request, onSkipped: onError, webhookFilters: filters))
+        }) {
             result in
             completion(result.mapError { error in (error as? SQLiteError).map(Self.domainError) ?? error })
         }
@@ -133,9 +145,9 @@ package final class SQLiteIdentityStore: IdentityStore {
 
     /// Blocking write, for the CLI and tests.
     package func write<T: Sendable>(_ body: @escaping @Sendable (any IdentityWriteContext) throws -> T) throws -> T {
-        let (purge, onError) = (self.purge, self.onError)
+        let (purge, onError, filters) = (self.purge, self.onError, self.webhookFilters)
         return try writer.write { db in
-            try body(SQLiteContext(db: db, onRetire: purge.request, onSkipped: onError))
+            try body(SQLiteContext(db: db, onRetire: purge.request, onSkipped: onError, webhookFilters: filters))
         }
     }
 

@@ -133,6 +133,34 @@ private final class ScriptedTransport: DeliveryTransport {
         #expect(try claim(at: 60_000) == first)
     }
 
+    /// The writer's filter cache never answers "not wanted" for an endpoint that exists: not after a
+    /// delete that rolled back, not after a create in the same group.
+    @Test func theWantedProbeFollowsEndpointChangesAndRollbacks() throws {
+        let (app, tenant, id) = try setUp()
+        defer { app.close() }
+        let type = WebhookEventType.subscriberCreated.rawValue
+        let tenantID = tenant.id
+        #expect(try app.store.write { try $0.webhookWanted(tenantID: tenantID, type: type) })
+        struct Abort: Error {}
+        #expect(throws: Abort.self) {
+            try app.store.write { ctx -> Void in
+                let endpoint = try #require(try ctx.webhookEndpoint(tenantID: tenantID, id: id))
+                try ctx.deleteWebhookEndpoint(key: endpoint.key)
+                #expect(try ctx.webhookWanted(tenantID: tenantID, type: type) == false)
+                throw Abort()
+            }
+        }
+        #expect(try app.store.write { try $0.webhookWanted(tenantID: tenantID, type: type) }, "the delete rolled back")
+        #expect(try app.send("DELETE", "/v1/webhooks/\(id)", headers: tenant.backend).status == 200)
+        #expect(try app.store.write { try $0.webhookWanted(tenantID: tenantID, type: type) } == false)
+        let created = try app.send(
+            "POST", "/v1/webhooks", json: ["url": "http://127.0.0.1:9/again", "events": ["subscriber.deleted"]],
+            headers: tenant.backend)
+        #expect(created.status == 201)
+        #expect(try app.store.write { try $0.webhookWanted(tenantID: tenantID, type: type) } == false)
+        #expect(try app.store.write { try $0.webhookWanted(tenantID: tenantID, type: "subscriber.deleted") })
+    }
+
     @Test func theSignatureIsStandardWebhooks() throws {
         // The example of the Standard Webhooks specification, checked with Python's hmac.
         let signature = try WebhookSignature.sign(

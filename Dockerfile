@@ -3,7 +3,7 @@
 #   docker run -p 8080:8080 -v buzzkit-data:/data -e BUZZKIT_BOOTSTRAP_WORKSPACE_KEY=bk_ws_… buzzkit
 
 FROM swift:6.3-bookworm AS build
-RUN apt-get update && apt-get install -y --no-install-recommends libsqlite3-dev zlib1g-dev libssl-dev \
+RUN apt-get update && apt-get install -y --no-install-recommends libsqlite3-dev zlib1g-dev libssl-dev libpq-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Manifest first so dependency resolution is cached apart from source edits.
@@ -11,6 +11,9 @@ COPY Package.swift ./
 COPY Plugins ./Plugins
 COPY Sources ./Sources
 COPY Tests ./Tests
+# Package.swift names targets in these too (the SDK's example and bench): without them it does not load.
+COPY Examples ./Examples
+COPY bench/sdk ./bench/sdk
 COPY migrations ./migrations
 COPY openapi.json ./
 RUN swift build -c release --static-swift-stdlib --product buzzkit \
@@ -19,7 +22,7 @@ RUN swift build -c release --static-swift-stdlib --product buzzkit \
 RUN cp /usr/libexec/swift/linux/swift-backtrace-static /out/
 
 FROM debian:bookworm-slim
-RUN apt-get update && apt-get install -y --no-install-recommends libsqlite3-0 zlib1g libssl3 ca-certificates curl \
+RUN apt-get update && apt-get install -y --no-install-recommends libsqlite3-0 zlib1g libssl3 libpq5 ca-certificates curl \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin buzzkit \
     && mkdir -p /data /etc/buzzkit && chown buzzkit /data

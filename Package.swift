@@ -23,6 +23,7 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
         .systemLibrary(name: "COpenSSLTLS", path: "Sources/COpenSSLTLS"),
+        .systemLibrary(name: "CPostgreSQL", path: "Sources/CPostgreSQL"),
 
         // MARK: - Wire format, event loop, server
         .target(name: "HTTP1", swiftSettings: swiftSettings),
@@ -34,6 +35,7 @@ let package = Package(
         // MARK: - Storage engine and crypto primitives
         .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: swiftSettings),
         .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
+        .target(name: "Postgres", dependencies: ["CPostgreSQL"], swiftSettings: swiftSettings),
         .target(name: "JSON", swiftSettings: swiftSettings),
 
         // MARK: - Domain, its SQLite store, the API, the executable
@@ -46,6 +48,9 @@ let package = Package(
             name: "Storage", dependencies: ["Identity", "SQLite"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         .target(
+            name: "PostgresStorage", dependencies: ["Identity", "Postgres", "JSON"],
+            swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
+        .target(
             name: "WebhookDelivery", dependencies: ["Identity", "Crypto", "WebhookSigning"],
             swiftSettings: swiftSettings),
         .target(
@@ -53,7 +58,9 @@ let package = Package(
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         .executableTarget(
             name: "CLI",
-            dependencies: ["API", "Storage", "SQLite", "WebhookDelivery", "WebhookSigning", "WebhookClient"],
+            dependencies: [
+                "API", "Storage", "SQLite", "PostgresStorage", "WebhookDelivery", "WebhookSigning", "WebhookClient",
+            ],
             swiftSettings: swiftSettings),
 
         // MARK: - Webhooks: signing and the outbound HTTP client the delivery worker plugs in
@@ -73,24 +80,30 @@ let package = Package(
 
         // MARK: - Tests
         .target(
-            name: "TestSupport", dependencies: ["API", "Identity", "Storage", "HTTP1", "HTTPServer"],
+            name: "TestSupport",
+            dependencies: ["API", "Identity", "Storage", "HTTP1", "HTTPServer", "Postgres", "PostgresStorage"],
             path: "Tests/TestSupport", swiftSettings: swiftSettings),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP1", "Reactor"],
             swiftSettings: swiftSettings),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "CSQLite"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], swiftSettings: swiftSettings),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: swiftSettings),
         .testTarget(
             name: "IdentityTests", dependencies: ["Identity", "JSON", "Crypto"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "StorageTests", dependencies: ["Storage", "Identity", "SQLite", "TestSupport"],
+            name: "StorageTests",
+            dependencies: ["Storage", "Identity", "SQLite", "TestSupport", "Postgres", "PostgresStorage"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "APITests",
-            dependencies: ["API", "TestSupport", "Identity", "JSON", "HTTP1", "HTTPServer", "Storage", "SQLite"],
+            dependencies: [
+                "API", "TestSupport", "Identity", "JSON", "HTTP1", "HTTPServer", "Storage", "SQLite", "Postgres",
+            ],
             swiftSettings: swiftSettings),
         .testTarget(name: "BuzzKitTests", dependencies: ["BuzzKit"], swiftSettings: swiftSettings),
         .testTarget(
@@ -109,7 +122,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["CLI", "TestSupport", "Identity", "JSON", "HTTP1", "WebhookDelivery"],
+            dependencies: ["CLI", "TestSupport", "Identity", "JSON", "HTTP1", "Postgres", "WebhookDelivery"],
             swiftSettings: swiftSettings),
     ]
 )

@@ -3,8 +3,8 @@
 // access caught by ASan or a debug precondition) is a finding.
 //
 // Invariants:
-// - parseRequestHead: consumed in 1...count; needMore's scanned in 0...count; the same outcome
-//   whole, resumed after a split (scanned passed back) and grown byte by byte; a prefix that is
+// - parseRequestHead: consumed in 1...count; needMore's validated bytes in 0...count; the same
+//   outcome whole, resumed after a split (the resume point passed back) and grown byte by byte; a prefix that is
 //   already complete or invalid stays so with more bytes; a complete head re-serialised in
 //   canonical form parses back to the same head.
 // - bodyFraming never traps.
@@ -27,19 +27,18 @@ private func summary(_ head: HTTPRequestHead) -> String {
 }
 
 private func parse(
-    _ bytes: UnsafeRawBufferPointer, _ limits: HTTPParserLimits, scanned: Int = 0
-) -> (Outcome, HTTPRequestHead?, Int) {
-    switch parseRequestHead(bytes, limits: limits, scanned: scanned) {
+    _ bytes: UnsafeRawBufferPointer, _ limits: HTTPParserLimits, resumingFrom point: HTTPHeadResumePoint = .start
+) -> (Outcome, HTTPRequestHead?, HTTPHeadResumePoint) {
+    switch parseRequestHead(bytes, limits: limits, resumingFrom: point) {
     case .complete(let head, let consumed):
         precondition(consumed >= 1 && consumed <= bytes.count, "consumed \(consumed) of \(bytes.count)")
-        return (Outcome(kind: 0, consumed: consumed, head: summary(head)), head, scanned)
-    case .needMore(let newScanned):
-        // A resume token: validated bytes in the low 32 bits, parser state above.
-        precondition(newScanned >= 0 && newScanned & 0xFFFF_FFFF <= bytes.count, "scanned \(newScanned) of \(bytes.count)")
-        return (Outcome(kind: 1), nil, newScanned)
+        return (Outcome(kind: 0, consumed: consumed, head: summary(head)), head, point)
+    case .needMore(let next):
+        precondition(next.validatedByteCount <= bytes.count, "validated \(next) of \(bytes.count)")
+        return (Outcome(kind: 1), nil, next)
     case .invalid(let error):
         precondition([400, 414, 431, 501, 505].contains(error.status.code), "status \(error.status.code)")
-        return (Outcome(kind: 2, error: error), nil, scanned)
+        return (Outcome(kind: 2, error: error), nil, point)
     }
 }
 
@@ -54,11 +53,11 @@ private func withPrefix<R>(_ bytes: UnsafeRawBufferPointer, _ n: Int, _ body: (U
 private func checkHead(_ bytes: UnsafeRawBufferPointer, limits: HTTPParserLimits, split: Int) {
     let (whole, head, _) = parse(bytes, limits)
 
-    // Split once, passing `scanned` back.
+    // Split once, passing the resume point back.
     let cut = bytes.count == 0 ? 0 : split % (bytes.count + 1)
-    let (first, _, scanned) = withPrefix(bytes, cut) { parse($0, limits) }
+    let (first, _, point) = withPrefix(bytes, cut) { parse($0, limits) }
     if first.kind == 1 {
-        let (resumed, _, _) = parse(bytes, limits, scanned: scanned)
+        let (resumed, _, _) = parse(bytes, limits, resumingFrom: point)
         precondition(resumed == whole, "split at \(cut): \(resumed) vs \(whole)")
     } else {
         // Complete or invalid on a prefix: more bytes must not change the answer.
@@ -67,12 +66,12 @@ private func checkHead(_ bytes: UnsafeRawBufferPointer, limits: HTTPParserLimits
 
     // Grow byte by byte (short inputs only, to keep executions fast).
     if bytes.count <= 300 {
-        var s = 0
+        var s = HTTPHeadResumePoint.start
         var decided: Outcome?
         for n in 0...bytes.count {
-            let (o, _, next) = withPrefix(bytes, n) { parse($0, limits, scanned: s) }
+            let (o, _, next) = withPrefix(bytes, n) { parse($0, limits, resumingFrom: s) }
             if o.kind == 1 {
-                precondition(next & 0xFFFF_FFFF >= s & 0xFFFF_FFFF, "scanned went back")
+                precondition(next.validatedByteCount >= s.validatedByteCount, "validated bytes went back")
                 s = next
                 continue
             }
@@ -97,7 +96,11 @@ private func checkHead(_ bytes: UnsafeRawBufferPointer, limits: HTTPParserLimits
     precondition(again.kind == 0 && again.head == whole.head, "round trip: \(again) vs \(whole)")
 
     var response: [UInt8] = []
-    serializeResponseHead(version: head.version, status: .ok, headers: head.headers, into: &response)
+    let framing = HTTPResponseFraming(
+        requestVersion: head.version, isHead: head.method == .HEAD, closing: !head.keepAlive,
+        gzip: head.headers.acceptsGzip)
+    serializeResponse(status: .ok, headers: head.headers, body: [], framing: framing, date: "d", into: &response)
+    _ = head.headers.contentCoding
 }
 
 // MARK: - Chunked body
@@ -110,7 +113,10 @@ private struct Decoded: Equatable {
 }
 
 private func decode(_ bytes: UnsafeRawBufferPointer, cuts: [Int]) -> Decoded {
-    var decoder = ChunkedBodyDecoder(maxTrailerBytes: 64, maxExtensionBytes: 32)
+    var limits = HTTPParserLimits()
+    limits.maxTrailerBytes = 64
+    limits.maxChunkExtensionBytes = 32
+    var decoder = ChunkedBodyDecoder(limits: limits, maxBodyBytes: 4096)
     var result = Decoded()
     var offset = 0
     for end in cuts + [bytes.count] where end >= offset && end <= bytes.count {
@@ -130,7 +136,7 @@ private func decode(_ bytes: UnsafeRawBufferPointer, cuts: [Int]) -> Decoded {
                 consumed = c
                 ranges = r
             case .invalid(let error):
-                precondition([400, 431].contains(error.status.code), "status \(error.status.code)")
+                precondition([400, 413, 431].contains(error.status.code), "status \(error.status.code)")
             }
             var last = 0
             for r in ranges {

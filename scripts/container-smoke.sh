@@ -10,8 +10,8 @@
 #   KEEP=1 scripts/container-smoke.sh         # leave the temp dir for a look afterwards
 #
 # The Dockerfile is read, not restated here: its package lists, COPY lines, ENV, USER, WORKDIR,
-# HEALTHCHECK, ENTRYPOINT and CMD drive the run, so editing it changes what is checked. Nothing is
-# cached outside the temp dir except the release build in .build, as `swift build` always does.
+# HEALTHCHECK, ENTRYPOINT and CMD drive the run, so editing it changes what is checked. The build
+# runs from scratch in the temp dir, on only the files the build stage copies; nothing is cached.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -90,7 +90,9 @@ for run in build["runs"]:
         build_runs.append(run)
 array("BUILD_PACKAGES", build_packages)
 array("BUILD_RUNS", build_runs)
-array("BUILD_COPY_SOURCES", [src for _, src, _ in build["copies"]])
+if any(source for source, _, _ in build["copies"]): sys.exit("COPY --from in the build stage is not emulated")
+array("BUILD_COPIES", [f"{src}|{dest}" for _, src, dest in build["copies"]])
+print("BUILD_WORKDIR=" + q(build["other"].get("WORKDIR", "/")))
 array("RUNTIME_RUNS", runtime["runs"])
 array("RUNTIME_COPIES", [f"{source}|{src}|{dest}" for source, src, dest in runtime["copies"]])
 array("IMAGE_ENV", runtime["env"])
@@ -135,6 +137,19 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+# COPY's rules: a folder's contents go into the destination; a file into a destination ending
+# in / keeps its name, otherwise takes the destination's.
+docker_copy() {
+    local from="$1" to="$2"
+    if [ -d "$from" ]; then
+        mkdir -p "$to" && cp -a "$from/." "$to"
+    elif [ "${to%/}" != "$to" ]; then
+        mkdir -p "$to" && cp -a "$from" "$to"
+    else
+        mkdir -p "$(dirname "$to")" && cp -a "$from" "$to"
+    fi
+}
+
 # MARK: - Build stage
 
 say "build stage ($BUILD_STAGE): packages ${BUILD_PACKAGES[*]} present on this machine"
@@ -142,16 +157,24 @@ for package in "${BUILD_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
         || fail "build package $package is not installed here (apt-get install $package)"
 done
-for source in "${BUILD_COPY_SOURCES[@]}"; do
-    [ -e "$ROOT/$source" ] || fail "the build stage copies $source, which does not exist"
+# The build context is only what the stage COPYs, in a fresh folder: a target whose folder the
+# Dockerfile forgets to copy fails here as it would in `docker build`, and nothing is cached.
+SRC="$TMP/src" # stands for the build stage's WORKDIR ($BUILD_WORKDIR)
+mkdir -p "$SRC"
+for copy in "${BUILD_COPIES[@]}"; do
+    IFS='|' read -r src dest <<<"$copy"
+    [ -e "$ROOT/$src" ] || fail "the build stage copies $src, which does not exist"
+    case "$dest" in /*) fail "build stage COPY to an absolute path ($dest) is not emulated" ;; esac
+    docker_copy "$ROOT/$src" "$SRC/$dest"
 done
+say "build context: $(cd "$SRC" && ls -A | tr '\n' ' ')"
 # The swift image has its toolchain under /usr; here it is wherever `swift` lives.
 TOOLCHAIN_USR="$(cd "$(dirname "$(readlink -f "$(command -v swift)")")/.." && pwd)"
 mkdir -p "$OUT"
 for run in "${BUILD_RUNS[@]}"; do
     local_run="$(python3 -c 'import re,sys; s=sys.argv[1]; s=re.sub(r"(?<![\w/.])/out(?=/|\s|$)", sys.argv[2], s); print(s.replace("/usr/libexec/swift/", sys.argv[3] + "/libexec/swift/"))' "$run" "$OUT" "$TOOLCHAIN_USR")"
     say "build stage: RUN $local_run"
-    bash -c "$local_run" || fail "build stage RUN failed: $run"
+    (cd "$SRC" && bash -c "$local_run") || fail "build stage RUN failed: $run"
 done
 ls -l "$OUT"
 
@@ -197,13 +220,7 @@ for copy in "${RUNTIME_COPIES[@]}"; do
     fi
     [ -e "$host_src" ] || fail "COPY source $src does not exist"
     say "runtime stage: COPY ${from:+--from=$from }$src $dest"
-    if [ -d "$host_src" ]; then
-        mkdir -p "$CHROOT$dest" && cp -a "$host_src/." "$CHROOT$dest"
-    elif [ "${dest%/}" != "$dest" ]; then
-        mkdir -p "$CHROOT$dest" && cp -a "$host_src" "$CHROOT$dest"
-    else
-        mkdir -p "$(dirname "$CHROOT$dest")" && cp -a "$host_src" "$CHROOT$dest"
-    fi
+    docker_copy "$host_src" "$CHROOT$dest"
 done
 chown -R 0:0 "$CHROOT/usr/local/bin" # COPY makes files root's
 

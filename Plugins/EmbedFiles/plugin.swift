@@ -3,7 +3,8 @@ import PackagePlugin
 
 /// Compiles files from the repository root into the target as Swift string literals, so the
 /// `buzzkit` binary carries them wherever it runs from: `migrations/*.sql` into `Storage`,
-/// the hand-written `openapi.json` into `API`.
+/// the hand-written `openapi.json` into `API`,
+/// `migrations/postgres/*.sql` into `PostgresStorage`.
 @main
 struct EmbedFiles: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: any Target) throws -> [Command] {
@@ -14,6 +15,13 @@ struct EmbedFiles: BuildToolPlugin {
         case "API":
             files = [root.appendingPathComponent("openapi.json")]
             variable = "embeddedOpenAPIDocuments"
+        case "PostgresStorage":
+            let migrations = root.appendingPathComponent("migrations/postgres")
+            files =
+                ((try? FileManager.default.contentsOfDirectory(at: migrations, includingPropertiesForKeys: nil)) ?? [])
+                .filter { $0.pathExtension == "sql" }
+                .sorted { $0.lastPathComponent < $1.lastPathComponent }
+            variable = "embeddedPostgresMigrations"
         default:
             let migrations = root.appendingPathComponent("migrations")
             files = ((try? FileManager.default.contentsOfDirectory(at: migrations, includingPropertiesForKeys: nil)) ?? [])

@@ -42,9 +42,6 @@ package struct Route: Sendable {
     /// The `operationId` of this endpoint in `/openapi.json`.
     package var operationID: String
     package var handler: @Sendable (RequestContext) throws -> Outcome
-    /// Writes that change keys or tenants: authentication caches records for a second, and these
-    /// must apply to the very next request (a revoked key stops at once).
-    package var changesAuthentication = false
     /// "GET /v1/subscribers/:id": the route label of logs and metrics, set once by `Application`
     /// rather than interpolated on every request.
     package internal(set) var name = ""
@@ -69,7 +66,7 @@ package final class Application: Responder {
     package let metrics: Metrics
     let authenticator: Authenticator
     let rateLimiter: RateLimiter
-    let usage: UnverifiedCallCounter
+    let usage: any UnverifiedCallLedger
     /// `Idempotency-Key`s whose first request is running (API.md §13).
     let idempotencyInFlight = IdempotencyInFlight()
     private let router: Router<Route>
@@ -86,7 +83,13 @@ package final class Application: Responder {
         self.authenticator = Authenticator(store: store)
         self.rateLimiter = RateLimiter(
             ratePerSecond: configuration.clientKeyRatePerSecond, burst: configuration.clientKeyBurst)
-        self.usage = UnverifiedCallCounter()
+        // A store that keeps the count itself (PostgreSQL: across servers) is used; otherwise
+        // this process counts (SQLite: one process serves the file).
+        self.usage = (store as? any UnverifiedCallLedger) ?? UnverifiedCallCounter()
+        // The store says when keys or tenants changed, whoever changed them, so no route has to.
+        if let source = store as? any AuthenticationChangeSource {
+            source.onAuthenticationChange { [cache = authenticator.cache] in cache.invalidate() }
+        }
         var routes: [Route] = []
         routes += SystemController.routes(metrics: metrics, store: store)
         routes += TenantController(store: store, usage: usage).routes
@@ -171,7 +174,7 @@ package final class Application: Responder {
         // identify body counts as much as one in a header.
         if let caller = auth.caller, caller.role == .app {
             let (usage, tenantID, nowMillis) = (usage, caller.tenant.id, context.now.millis)
-            context.caller?.onUnproven = { usage.recordUnverified(tenantID: tenantID, nowMillis: nowMillis) }
+            context.caller?.onUnproven = { usage.recordUnverifiedCall(tenantID: tenantID, nowMillis: nowMillis) }
         }
     }
 
@@ -185,12 +188,8 @@ package final class Application: Responder {
         case .reply(let reply):
             finish(exchange, render(reply, requestID: exchange.requestID))
         case .write(let job):
-            let changesAuthentication = route.changesAuthentication
-            store.write(job) { [self] result in
-                // Keys and tenants are cached for a second: a change must apply to the next request.
-                if changesAuthentication { authenticator.cache.invalidate() }
-                finishWrite(result, exchange)
-            }
+            // Key and tenant changes reach the auth cache from the store (AuthenticationChangeSource).
+            store.write(job) { [self] result in finishWrite(result, exchange) }
         }
     }
 

@@ -25,11 +25,12 @@ package struct Authentication: Sendable {
 /// transaction and two SQL lookups every time (the profile of GET /v1/subscribers/{id} showed
 /// about a third of the loop threads' time there).
 ///
-/// Entries live `ttlMillis` (1 s). Tenant and key changes made through this server (routes
-/// marked `changesAuthentication`, the only writers of those tables while it runs) call
-/// `invalidate()` once committed, so they apply at once; a lookup that raced with such a write is not stored
-/// (the generation moved). Only found records are cached: a key created by the CLI works on
-/// its first request.
+/// Entries live `ttlMillis` (1 s). The store announces every committed change to tenants, keys
+/// and workspaces (`AuthenticationChangeSource`): one made through this server before its
+/// request is answered, so it applies at once; one made by another server on the same
+/// PostgreSQL database within the second. Either calls `invalidate()`; a lookup that raced with
+/// it is not stored (the generation moved). Only found records are cached: a key created by the
+/// CLI works on its first request.
 final class AuthCache: Sendable {
     private struct Entry<Value> {
         var value: Value

@@ -128,7 +128,6 @@ extension Application {
         case .reply(let reply):
             keep(success(reply, requestID: requestID), claim, now: now, then: done)
         case .write(let job):
-            let changesAuth = route.changesAuthentication
             store.write({ ctx -> IdempotentAnswer in
                 // The row claim, inside the transaction: a concurrent server that kept its answer first wins.
                 if let stored = try ctx.idempotencyRecord(scope: claim.scope, key: claim.key) {
@@ -151,7 +150,6 @@ extension Application {
                 }
                 return .fresh(response)
             }) { [self] result in
-                if changesAuth { authenticator.cache.invalidate() }
                 switch result {
                 case .success(.fresh(let response)): done(response)
                 case .success(.stored(let stored)): done(claim.answer(from: stored, requestID: requestID))

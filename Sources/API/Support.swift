@@ -38,14 +38,15 @@ enum RequestIDs {
 
 /// Counts app calls made without a proof over the last 24 hours, per tenant, in hourly buckets,
 /// so a team can see when enforcing verification is safe. In memory: a restart starts from zero.
-final class UnverifiedCallCounter: Sendable {
+/// Used when the store does not keep the count itself (SQLite: one process serves the file).
+final class UnverifiedCallCounter: UnverifiedCallLedger {
     private struct Hours {
         var hour: Int64
         var counts: [Int64: Int] = [:]
     }
     private let state = Mutex<[String: [Int64: Int]]>([:])
 
-    func recordUnverified(tenantID: String, nowMillis: Int64) {
+    func recordUnverifiedCall(tenantID: String, nowMillis: Int64) {
         let hour = nowMillis / 3_600_000
         state.withLock { tenants in
             var hours = tenants[tenantID] ?? [:]
@@ -55,7 +56,7 @@ final class UnverifiedCallCounter: Sendable {
         }
     }
 
-    func count(tenantID: String, nowMillis: Int64) -> Int {
+    func unverifiedCalls(tenantID: String, nowMillis: Int64) -> Int {
         let hour = nowMillis / 3_600_000
         return state.withLock { tenants in
             (tenants[tenantID] ?? [:]).filter { $0.key > hour - 24 }.values.reduce(0, +)

@@ -20,14 +20,15 @@ func serve(_ settings: Settings) throws {
 
     let logger = Logger(level: settings.logLevel)
     let metrics = Metrics()
-    // One server per SQLite file (API.md §12): held until the process exits.
-    try createParentDirectory(of: settings.database)
-    let lock = try ServerLock(databasePath: settings.database)
-    defer { lock.release() }
+    // One server per SQLite file (API.md §12): held until the process exits. None on PostgreSQL,
+    // where any number of servers share the database.
+    let lock = try serverLock(settings)
+    defer { lock?.release() }
     let store = try openStore(settings, metrics: metrics)
-    try store.writer.checkpointInBackground(every: .seconds(1))
+    try store.startMaintenance()
     if let key = settings.bootstrapWorkspaceKey {
-        _ = try store.write { ctx in try Tenancy.bootstrapWorkspace(key: key, in: ctx, now: SystemClock().now()) }
+        _ = try writeAndWait(store) { ctx in try Tenancy.bootstrapWorkspace(key: key, in: ctx, now: SystemClock().now())
+        }
     }
 
     var configuration = settings.server
@@ -46,9 +47,10 @@ func serve(_ settings: Settings) throws {
         throw error
     }
     metrics.setGauge("buzzkit_open_connections") { Double(server.metrics.openConnections) }
-    metrics.setGauge("buzzkit_snapshot_cache_entries") { Double(store.cachedSnapshotCount) }
-    let databasePath = settings.database
-    metrics.setGauge("buzzkit_database_bytes") { Double(fileSize(databasePath) + fileSize(databasePath + "-wal")) }
+    // The store's own gauges (SQLite: cache and file size; PostgreSQL: pool use and retries).
+    for (name, _) in store.gauges() {
+        metrics.setGauge(name) { store.gauges().first { $0.name == name }?.value ?? 0 }
+    }
     // The outbox's reader: deliveries run on their own thread, never on a request's.
     let webhooks = DeliveryWorker(
         store: store, transport: try webhookTransport(settings.webhooks.destinations), configuration: settings.webhooks,
@@ -70,9 +72,4 @@ func serve(_ settings: Settings) throws {
     webhooks.stop()
     store.close()
     logger.log(.info, "stopped")
-}
-
-private func fileSize(_ path: String) -> Int {
-    var info = stat()
-    return stat(path, &info) == 0 ? Int(info.st_size) : 0
 }

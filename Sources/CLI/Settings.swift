@@ -16,6 +16,9 @@ struct Settings {
     var synchronousFull = true
     var readerConnections = 4
     var snapshotCacheMiB = 64
+    /// PostgreSQL only: connections one server opens at most, and writer threads among them.
+    var postgresPoolSize = 10
+    var postgresWriterThreads = 1
     var shutdownDrainSeconds = 10
     var server = HTTPServer.Configuration()
     var application = ApplicationConfiguration()
@@ -54,6 +57,8 @@ struct Settings {
                 }
             case "readerConnections": readerConnections = try int(value, key, 1...64)
             case "snapshotCacheMiB": snapshotCacheMiB = try int(value, key, 0...65536)
+            case "postgresPoolSize": postgresPoolSize = try int(value, key, 2...1000)
+            case "postgresWriterThreads": postgresWriterThreads = try int(value, key, 1...64)
             case "shutdownDrainSeconds": shutdownDrainSeconds = try int(value, key, 0...600)
             case "eventLoops": server.eventLoopCount = try int(value, key, 1...256)
             case "maxConnections": server.maxConnections = try int(value, key, 1...1_000_000)

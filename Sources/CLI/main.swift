@@ -56,23 +56,6 @@ func loadSettings(_ flags: [String: String]) throws -> Settings {
     return settings
 }
 
-func openStore(_ settings: Settings, metrics: Metrics? = nil) throws -> SQLiteIdentityStore {
-    let logger = Logger(level: settings.logLevel)
-    try createParentDirectory(of: settings.database)
-    var configuration = SQLiteIdentityStore.Configuration(path: settings.database)
-    configuration.readerCount = settings.readerConnections
-    configuration.snapshotCacheBytes = settings.snapshotCacheMiB << 20
-    configuration.synchronous = settings.synchronousFull ? .full : .normal
-    return try SQLiteIdentityStore(
-        configuration: configuration,
-        onCommit: { size, duration in metrics?.recordCommit(batchSize: size, duration: duration) },
-        onError: { operation, error in
-            // What no request saw (a checkpoint, a PRAGMA, a skipped setting) still reaches the log.
-            metrics?.recordStorageError(operation: operation)
-            logger.log(.error, "storage error", ["operation": .string(operation), "error": .string("\(error)")])
-        })
-}
-
 /// Writes a line to standard error (Glibc's `stderr` global is not concurrency-safe in Swift 6).
 func printError(_ line: String) {
     let bytes = Array((line + "\n").utf8)
@@ -97,10 +80,9 @@ func run(_ arguments: [String]) throws {
         // (backup and tenant create go through SQLite's own locking and work while served.)
         let (flags, _) = try parseFlags(rest, allowed: ["database", "config"])
         let settings = try loadSettings(flags)
-        try createParentDirectory(of: settings.database)
-        let lock = try ServerLock(databasePath: settings.database)
-        defer { lock.release() }
-        let applied = try SQLiteIdentityStore.migrate(path: settings.database)
+        let lock = try serverLock(settings)
+        defer { lock?.release() }
+        let applied = try migrateStore(settings)
         print(applied.isEmpty ? "database is up to date" : "applied: \(applied.joined(separator: ", "))")
 
     case "tenant":
@@ -111,7 +93,7 @@ func run(_ arguments: [String]) throws {
         defer { store.close() }
         let name = positional[1]
         let bootstrapKey = settings.bootstrapWorkspaceKey
-        let created = try store.write { ctx in
+        let created = try writeAndWait(store) { ctx in
             let now = SystemClock().now()
             let workspaceID = try Tenancy.workspaceForNewTenant(bootstrapKey: bootstrapKey, in: ctx, now: now)
             return try Tenancy.createTenant(name: name, workspaceID: workspaceID, in: ctx, now: now)
@@ -127,6 +109,11 @@ func run(_ arguments: [String]) throws {
         guard positional.count == 1 else { throw CLIError(usage, status: 2) }
         let settings = try loadSettings(flags)
         let destination = positional[0]
+        if case .postgres = DatabaseLocation(settings.database) {
+            throw CLIError(
+                "buzzkit backup copies SQLite files; for PostgreSQL use pg_dump "
+                    + "(pg_dump --format=custom --file=\(destination) DATABASE_URL), or buzzkit copy to a SQLite file")
+        }
         guard access(settings.database, F_OK) == 0 else { throw CLIError("no database at \(settings.database)") }
         guard access(destination, F_OK) != 0 else { throw CLIError("\(destination) exists; choose a new file") }
         try createParentDirectory(of: destination)

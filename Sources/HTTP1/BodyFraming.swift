@@ -1,100 +1,101 @@
 // Body framing of a request (RFC 9112 §6): refuse every head whose body could be read two ways.
+// Also the Host check (RFC 9112 §3.2), which needs the same one pass over the fields.
 
 func bodyFramingImpl(of head: HTTPRequestHead) -> Result<HTTPBodyFraming, HTTPParseError> {
     var hostCount = 0
-    var transferEncodings: [String] = []
-    var contentLengths: [String] = []
+    var hostIsValid = true
+    var hasTransferEncoding = false
+    var hasContentLength = false
     for field in head.headers {
         if HTTPHeaders.namesEqual(field.name, "host") {
             hostCount += 1
+            hostIsValid = hostIsValid && isValidHost(field.value)
         } else if HTTPHeaders.namesEqual(field.name, "transfer-encoding") {
-            transferEncodings.append(field.value)
+            hasTransferEncoding = true
         } else if HTTPHeaders.namesEqual(field.name, "content-length") {
-            contentLengths.append(field.value)
+            hasContentLength = true
         }
     }
 
-    // RFC 9112 §3.2: 400 for a 1.1 request without Host, and for any request with several.
-    if hostCount > 1 { return .failure(.badRequest("more than one Host field")) }
-    if hostCount == 0 && head.version != .http1_0 {
-        return .failure(.badRequest("HTTP/1.1 request without a Host field"))
-    }
+    // RFC 9112 §3.2: 400 for a 1.1 request without Host, for any request with several, and
+    // for a value that is not `host [":" port]`.
+    if hostCount > 1 { return .failure(.repeatedHost) }
+    if hostCount == 0 && head.version != .http1_0 { return .failure(.missingHost) }
+    if !hostIsValid { return .failure(.invalidHost) }
 
-    if !transferEncodings.isEmpty {
+    if hasTransferEncoding {
         // RFC 9112 §6.3 item 3: both fields is a smuggling attempt; refuse rather than guess.
-        if !contentLengths.isEmpty {
-            return .failure(.badRequest("both Transfer-Encoding and Content-Length"))
-        }
+        if hasContentLength { return .failure(.lengthAndChunked) }
         // RFC 9112 §6.1: a 1.0 recipient cannot have meant chunked; its framing is faulty.
-        if head.version == .http1_0 {
-            return .failure(.badRequest("Transfer-Encoding in an HTTP/1.0 request"))
-        }
-        var codings: [Substring] = []
-        for value in transferEncodings {
-            for element in value.split(separator: ",", omittingEmptySubsequences: false) {
-                let coding = trimOWS(element)
-                // RFC 9110 §5.6.1.2: empty list elements are ignored.
-                if !coding.isEmpty { codings.append(coding) }
-            }
-        }
-        guard let last = codings.last else {
-            return .failure(.badRequest("empty Transfer-Encoding"))
-        }
-        // RFC 9112 §6.3 item 4: in a request, chunked must be the final coding, else 400.
-        guard isChunked(last) else {
-            return .failure(.badRequest("chunked is not the final transfer coding"))
-        }
-        for coding in codings.dropLast() {
-            // RFC 9112 §7: chunked is never applied twice.
-            if isChunked(coding) {
-                return .failure(.badRequest("chunked applied more than once"))
-            }
-            return .failure(.notImplemented("transfer coding '\(coding)' is not supported"))
-        }
-        return .success(.chunked)
+        if head.version == .http1_0 { return .failure(.transferEncodingInHTTP10) }
+        return transferCodingFraming(head.headers)
     }
+    guard hasContentLength else { return .success(.none) }
+    return contentLengthFraming(head.headers)
+}
 
-    var length: Int?
-    for value in contentLengths {
-        for element in value.split(separator: ",", omittingEmptySubsequences: false) {
-            guard let n = parseDecimal(trimOWS(element)) else {
-                return .failure(.badRequest("Content-Length is not a non-negative decimal integer"))
+/// The codings of every `Transfer-Encoding` field, in order: `chunked` must be last and only
+/// last (RFC 9112 §6.3 item 4, §7); any other coding is not implemented (501).
+private func transferCodingFraming(_ headers: HTTPHeaders) -> Result<HTTPBodyFraming, HTTPParseError> {
+    var count = 0
+    var firstIsChunked = false
+    var lastIsChunked = false
+    /// The first coding when it is not `chunked`: the request is refused then, so only a
+    /// refused request pays for this string.
+    var firstUnknown: String?
+    for field in headers where HTTPHeaders.namesEqual(field.name, "transfer-encoding") {
+        var value = field.value
+        value.withUTF8 { bytes in
+            var elements = ListElements(bytes)
+            while let element = elements.next() {
+                let coding = UnsafeBufferPointer(rebasing: bytes[element])
+                lastIsChunked = equalsIgnoringCase(coding, "chunked")
+                if count == 0 {
+                    firstIsChunked = lastIsChunked
+                    if !firstIsChunked { firstUnknown = String(decoding: coding, as: UTF8.self) }
+                }
+                count += 1
             }
-            if let length, length != n {
-                return .failure(.badRequest("differing Content-Length values"))
-            }
-            length = n
         }
+    }
+    if count == 0 { return .failure(.emptyTransferEncoding) }
+    if !lastIsChunked { return .failure(.chunkedNotFinal) }
+    if count == 1 { return .success(.chunked) }
+    // The first of the codings before the final chunked decides the answer.
+    if firstIsChunked { return .failure(.chunkedTwice) }
+    return .failure(.unsupportedTransferCoding(firstUnknown ?? ""))
+}
+
+/// Every `Content-Length` value and list element must be the same decimal (RFC 9112 §6.3 item 5:
+/// `5, 5` counts as one); anything else is 400.
+private func contentLengthFraming(_ headers: HTTPHeaders) -> Result<HTTPBodyFraming, HTTPParseError> {
+    var length: Int?
+    for field in headers where HTTPHeaders.namesEqual(field.name, "content-length") {
+        var value = field.value
+        let error = value.withUTF8 { bytes -> HTTPParseError? in
+            // Not `ListElements`: an empty element (`5,`) is an error here, not skipped.
+            var start = 0
+            while start <= bytes.count {
+                var end = start
+                while end < bytes.count, bytes[end] != UInt8(ascii: ",") { end += 1 }
+                guard let n = parseDecimal(UnsafeBufferPointer(rebasing: bytes[trimmingOWS(bytes, start..<end)]))
+                else { return .invalidContentLength }
+                if let length, length != n { return .differingContentLengths }
+                length = n
+                start = end + 1
+            }
+            return nil
+        }
+        if let error { return .failure(error) }
     }
     return .success(length.map { .contentLength($0) } ?? .none)
 }
 
-/// Strips SP and HTAB from both ends.
-private func trimOWS(_ s: Substring) -> Substring {
-    let utf8 = s.utf8
-    var start = utf8.startIndex
-    var end = utf8.endIndex
-    while start < end, HTTPBytes.isOWS(utf8[start]) { start = utf8.index(after: start) }
-    while end > start, HTTPBytes.isOWS(utf8[utf8.index(before: end)]) { end = utf8.index(before: end) }
-    return Substring(utf8[start..<end])
-}
-
-/// `chunked`, ASCII case-insensitively (RFC 9112 §7: coding names are case-insensitive).
-private func isChunked(_ s: Substring) -> Bool {
-    let expected: [UInt8] = Array("chunked".utf8)
-    let utf8 = s.utf8
-    guard utf8.count == expected.count else { return false }
-    for (b, e) in zip(utf8, expected) where (b >= 0x41 && b <= 0x5A ? b | 0x20 : b) != e {
-        return false
-    }
-    return true
-}
-
 /// 1*DIGIT (RFC 9110 §8.6) without overflow; nil for anything else, empty included.
-private func parseDecimal(_ s: Substring) -> Int? {
-    guard !s.utf8.isEmpty else { return nil }
+private func parseDecimal(_ digits: UnsafeBufferPointer<UInt8>) -> Int? {
+    guard !digits.isEmpty else { return nil }
     var n = 0
-    for b in s.utf8 {
+    for b in digits {
         guard b >= 0x30, b <= 0x39 else { return nil }
         let (times10, o1) = n.multipliedReportingOverflow(by: 10)
         let (sum, o2) = times10.addingReportingOverflow(Int(b &- 0x30))

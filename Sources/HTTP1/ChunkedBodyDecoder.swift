@@ -51,24 +51,26 @@ package struct ChunkedBodyDecoder: Sendable {
     package let maxTrailerBytes: Int
     /// Most bytes of chunk extensions on one size line; more answers 400.
     package let maxExtensionBytes: Int
+    /// Most chunk-data bytes in all; a size that would pass it answers 413 before its data.
+    package let maxBodyBytes: Int
 
     private var state = State.size
     private var digits = 0
     /// The chunk-size being read, then the data bytes still expected.
     private var remaining = 0
+    /// Data bytes of the chunks before the current one.
+    private var earlierChunks = 0
     private var extensionBytes = 0
     private var trailerBytes = 0
 
-    package init(maxTrailerBytes: Int = 8 * 1024) {
-        self.init(maxTrailerBytes: maxTrailerBytes, maxExtensionBytes: 1024)
-    }
-
     /// - Parameters:
-    ///   - maxTrailerBytes: bound on the trailer section (431 beyond it).
-    ///   - maxExtensionBytes: bound on the extensions of one size line (400 beyond it).
-    package init(maxTrailerBytes: Int, maxExtensionBytes: Int) {
-        self.maxTrailerBytes = maxTrailerBytes
-        self.maxExtensionBytes = maxExtensionBytes
+    ///   - limits: `maxTrailerBytes` (431 beyond it) and `maxChunkExtensionBytes` (400 beyond it).
+    ///   - maxBodyBytes: the body limit, checked against each declared size once its digits end,
+    ///     so `40000000\r\n` is refused at once rather than after waiting for its bytes.
+    package init(limits: HTTPParserLimits = HTTPParserLimits(), maxBodyBytes: Int = .max) {
+        maxTrailerBytes = limits.maxTrailerBytes
+        maxExtensionBytes = limits.maxChunkExtensionBytes
+        self.maxBodyBytes = maxBodyBytes
     }
 
     /// Whether the terminating CRLF has been read.
@@ -122,14 +124,19 @@ package struct ChunkedBodyDecoder: Sendable {
         case .size:
             if let v = HTTPBytes.hexValue(b) {
                 digits += 1
-                if digits > Self.maxSizeDigits { return .badRequest("chunk size has too many digits") }
+                if digits > Self.maxSizeDigits { return .chunkSizeTooManyDigits }
                 let (times16, o1) = remaining.multipliedReportingOverflow(by: 16)
                 let (sum, o2) = times16.addingReportingOverflow(v)
-                if o1 || o2 { return .badRequest("chunk size overflows") }
+                if o1 || o2 { return .chunkSizeOverflow }
                 remaining = sum
                 return nil
             }
-            if digits == 0 { return .badRequest("chunk size must start with a hex digit") }
+            if digits == 0 { return .chunkSizeNotHex }
+            // A well-formed size is a promise of bytes: past the limit, refuse it as soon as its
+            // digits end, before any data (API.md §10). A malformed one stays a 400.
+            if b == HTTPBytes.semicolon || b == HTTPBytes.cr, remaining > maxBodyBytes - earlierChunks {
+                return .payloadTooLarge
+            }
             switch b {
             case HTTPBytes.semicolon:
                 extensionBytes = 0
@@ -137,23 +144,24 @@ package struct ChunkedBodyDecoder: Sendable {
             case HTTPBytes.cr:
                 state = .sizeLF
             case HTTPBytes.lf:
-                return .badRequest("bare LF after chunk size")
+                return .bareLFAfterChunkSize
             default:
-                return .badRequest("invalid character after chunk size")
+                return .invalidAfterChunkSize
             }
         case .sizeExtension:
             if b == HTTPBytes.cr {
                 state = .sizeLF
             } else if b == HTTPBytes.lf {
-                return .badRequest("bare LF in chunk extension")
+                return .bareLFInChunkExtension
             } else if HTTPBytes.isFieldValueByte(b) {
                 extensionBytes += 1
-                if extensionBytes > maxExtensionBytes { return .badRequest("chunk extensions too long") }
+                if extensionBytes > maxExtensionBytes { return .chunkExtensionTooLong }
             } else {
-                return .badRequest("control character in chunk extension")
+                return .controlInChunkExtension
             }
         case .sizeLF:
-            guard b == HTTPBytes.lf else { return .badRequest("bare CR after chunk size") }
+            guard b == HTTPBytes.lf else { return .bareCRAfterChunkSize }
+            earlierChunks += remaining
             if remaining == 0 {
                 trailerBytes = 0
                 state = .trailerLineStart
@@ -161,17 +169,17 @@ package struct ChunkedBodyDecoder: Sendable {
                 state = .data
             }
         case .dataCR:
-            guard b == HTTPBytes.cr else { return .badRequest("missing CRLF after chunk data") }
+            guard b == HTTPBytes.cr else { return .missingCRLFAfterChunkData }
             state = .dataLF
         case .dataLF:
-            guard b == HTTPBytes.lf else { return .badRequest("missing CRLF after chunk data") }
+            guard b == HTTPBytes.lf else { return .missingCRLFAfterChunkData }
             digits = 0
             remaining = 0
             state = .size
         case .trailerLineStart, .trailerName, .trailerValue, .trailerLF, .finalLF:
             trailerBytes += 1
             if trailerBytes > maxTrailerBytes {
-                return .headersTooLarge("trailer section exceeds \(maxTrailerBytes) bytes")
+                return .trailerTooLarge(limit: maxTrailerBytes)
             }
             return trailerStep(b)
         case .data, .done, .failed:
@@ -189,30 +197,29 @@ package struct ChunkedBodyDecoder: Sendable {
             } else if HTTPBytes.isTchar(b) {
                 state = .trailerName
             } else if HTTPBytes.isOWS(b) {
-                return .badRequest("obsolete line folding in trailer")
+                return .obsFoldInTrailer
             } else if b == HTTPBytes.lf {
-                return .badRequest("bare LF in trailer")
+                return .bareLFInTrailer
             } else {
-                return .badRequest("invalid trailer field name")
+                return .invalidTrailerName
             }
         case .trailerName:
             if b == HTTPBytes.colon {
                 state = .trailerValue
             } else if !HTTPBytes.isTchar(b) {
-                return .badRequest(
-                    HTTPBytes.isOWS(b) ? "whitespace between trailer name and colon" : "invalid trailer field name")
+                return HTTPBytes.isOWS(b) ? .spaceBeforeColonInTrailer : .invalidTrailerName
             }
         case .trailerValue:
             if b == HTTPBytes.cr {
                 state = .trailerLF
             } else if !HTTPBytes.isFieldValueByte(b) {
-                return .badRequest(b == HTTPBytes.lf ? "bare LF in trailer" : "control character in trailer")
+                return b == HTTPBytes.lf ? .bareLFInTrailer : .controlInTrailer
             }
         case .trailerLF:
-            guard b == HTTPBytes.lf else { return .badRequest("bare CR in trailer") }
+            guard b == HTTPBytes.lf else { return .bareCRInTrailer }
             state = .trailerLineStart
         case .finalLF:
-            guard b == HTTPBytes.lf else { return .badRequest("bare CR at the end of the chunked body") }
+            guard b == HTTPBytes.lf else { return .bareCRAtEndOfBody }
             state = .done
         default:
             break

@@ -1,13 +1,14 @@
-// Entry points of the wire format: request head, body framing, chunked decoding, response head.
-// Implementations live in RequestHeadParser.swift, BodyFraming.swift, ChunkedBodyDecoder.swift
-// and ResponseHead.swift.
+// Entry points of the wire format: request head and body framing. Implementations live in
+// RequestHeadParser.swift and BodyFraming.swift; chunked decoding in ChunkedBodyDecoder.swift,
+// the response serializer in ResponseHead.swift.
 
 /// The outcome of one parse attempt over the bytes received so far.
 package enum HTTPHeadParseResult: Sendable {
     /// A whole head; `consumed` bytes of the buffer belong to it (through the blank line).
     case complete(HTTPRequestHead, consumed: Int)
-    /// Not enough bytes yet. `scanned` may be passed back to resume without rescanning.
-    case needMore(scanned: Int)
+    /// Not enough bytes yet. Pass the point back, with the same bytes and more, to resume
+    /// without rescanning.
+    case needMore(HTTPHeadResumePoint)
     case invalid(HTTPParseError)
 }
 
@@ -20,23 +21,20 @@ package enum HTTPHeadParseResult: Sendable {
 /// - Parameters:
 ///   - buffer: bytes received so far on the connection, starting at a request.
 ///   - limits: target, header section and field count limits.
-///   - scanned: how many bytes an earlier call already looked at (0 the first time): pass back,
-///     unchanged, the value of the last `.needMore(scanned:)` for a prefix of the same bytes, and
-///     0 after a head was consumed. It is a resume token (byte count in the low 32 bits, parser
-///     state above), not a plain offset. Any other value cannot crash the parser but may skip
-///     validation of bytes it claims were already checked.
+///   - point: `.start` the first time (and after a head was consumed), else the point of the
+///     last `.needMore` for a prefix of the same bytes.
 ///
 /// ```swift
-/// switch buffer.withUnsafeBytes({ parseRequestHead($0, limits: limits, scanned: scanned) }) {
+/// switch buffer.withUnsafeBytes({ parseRequestHead($0, limits: limits, resumingFrom: point) }) {
 /// case .complete(let head, let consumed): handle(head); buffer.removeFirst(consumed)
-/// case .needMore(let s): scanned = s  // read more, then call again
+/// case .needMore(let next): point = next  // read more, then call again
 /// case .invalid(let error): respond(error.status, error.code); close()
 /// }
 /// ```
 package func parseRequestHead(
-    _ buffer: UnsafeRawBufferPointer, limits: HTTPParserLimits, scanned: Int = 0
+    _ buffer: UnsafeRawBufferPointer, limits: HTTPParserLimits, resumingFrom point: HTTPHeadResumePoint = .start
 ) -> HTTPHeadParseResult {
-    parseRequestHeadImpl(buffer, limits: limits, scanned: scanned)
+    parseRequestHeadImpl(buffer, limits: limits, resumingFrom: point)
 }
 
 /// Decides the body framing of a parsed head, refusing whatever could be read two ways.
@@ -44,21 +42,8 @@ package func parseRequestHead(
 /// is `.none` (RFC 9112 §6.3: a request with neither field has no body).
 ///
 /// Also checks `Host` (RFC 9112 §3.2): an HTTP/1.1 request needs exactly one, any request at
-/// most one. Repeated `Content-Length` values that are all equal (`5, 5`) count as one
+/// most one, and its value must be `host [":" port]` (RFC 3986). Repeated `Content-Length` values that are all equal (`5, 5`) count as one
 /// (RFC 9112 §6.3 item 5); any difference is 400.
 package func bodyFraming(of head: HTTPRequestHead) -> Result<HTTPBodyFraming, HTTPParseError> {
     bodyFramingImpl(of: head)
-}
-
-/// Serialises a response head: status line, headers, blank line.
-///
-/// CR and LF inside names or values are written as SP, so a header can never split the response.
-/// ```swift
-/// serializeResponseHead(version: .http1_1, status: .ok, headers: ["Content-Length": "2"], into: &out)
-/// // "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n"
-/// ```
-package func serializeResponseHead(
-    version: HTTPVersion, status: HTTPStatus, headers: HTTPHeaders, into buffer: inout [UInt8]
-) {
-    serializeResponseHeadImpl(version: version, status: status, headers: headers, into: &buffer)
 }

@@ -4,35 +4,59 @@
 // `last_len` to avoid rescanning), made stricter (RFC 9112): CRLF only, no obs-fold, no space
 // before the colon, visible-ASCII targets, and every limit checked on partial input.
 //
-// Resumption: `needMore(scanned:)` returns a token that records how many bytes were validated
-// and, in the field lines, the phase and field count there. A later call continues from it and
-// validates only the new bytes; once the head is complete, one more pass records its offsets.
-// So the work is linear however the head arrives. Inside the request line the part is found
-// again from its SPs; the method and target limits bound that.
+// Resumption: `needMore` returns an `HTTPHeadResumePoint` that records how many bytes were
+// validated and, in the field lines, the phase and field count there. A later call continues
+// from it and validates only the new bytes; once the head is complete, one more pass records its
+// offsets. So the work is linear however the head arrives. Inside the request line the part is
+// found again from its SPs; the method and target limits bound that.
 
 // MARK: - Entry
 
 func parseRequestHeadImpl(
-    _ buffer: UnsafeRawBufferPointer, limits: HTTPParserLimits, scanned: Int
+    _ buffer: UnsafeRawBufferPointer, limits: HTTPParserLimits, resumingFrom point: HTTPHeadResumePoint
 ) -> HTTPHeadParseResult {
     var scanner = RequestHeadScanner(bytes: buffer, limits: limits)
-    let resumed = scanner.resume(at: scanned)
+    let resumed = scanner.resume(at: point)
     switch scanner.run() {
-    case .needMore(let token):
-        return .needMore(scanned: token)
+    case .needMore(let point):
+        return .needMore(point)
     case .invalid(let error):
         return .invalid(error)
     case .complete(let consumed):
         if !resumed { return .complete(scanner.makeHead(), consumed: consumed) }
-        // Lines before `scanned` were validated by an earlier call but not recorded by this one:
-        // record the whole head once, now that it is complete.
+        // Lines before the resume point were validated by an earlier call but not recorded by
+        // this one: record the whole head once, now that it is complete.
         var full = RequestHeadScanner(bytes: buffer, limits: limits)
         switch full.run() {
         case .complete(let consumed): return .complete(full.makeHead(), consumed: consumed)
-        case .needMore(let token): return .needMore(scanned: token)
+        case .needMore(let point): return .needMore(point)
         case .invalid(let error): return .invalid(error)
         }
     }
+}
+
+/// Where an earlier parse of a prefix of the same bytes stopped. Opaque: only the parser makes
+/// one, so a caller can hand back `.start` or what it was given, never an offset of its own.
+package struct HTTPHeadResumePoint: Hashable, Sendable {
+    /// Where the scanner was when the bytes ran out.
+    enum Phase: Hashable, Sendable {
+        /// Somewhere before the field lines; the part is found again from the SPs.
+        case requestLine
+        case lineStart, name, value
+    }
+
+    /// Bytes from the start of the head known to be valid.
+    let validated: Int
+    let phase: Phase
+    /// Field lines begun so far (meaningful in the field-line phases).
+    let fieldCount: Int
+
+    /// Nothing parsed yet: the first call for a head.
+    package static let start = HTTPHeadResumePoint(validated: 0, phase: .requestLine, fieldCount: 0)
+
+    /// How many bytes were validated: never more than the prefix given, never less on a later
+    /// call (tests check both).
+    package var validatedByteCount: Int { validated }
 }
 
 // MARK: - Scanner
@@ -40,8 +64,8 @@ func parseRequestHeadImpl(
 struct RequestHeadScanner {
     enum Outcome {
         case complete(consumed: Int)
-        /// A resume token: the bytes known good and the state after them.
-        case needMore(token: Int)
+        /// The bytes known good and the state after them.
+        case needMore(HTTPHeadResumePoint)
         case invalid(HTTPParseError)
     }
 
@@ -75,52 +99,35 @@ struct RequestHeadScanner {
     }
 
     // MARK: Resumption
-    //
-    // A resume token carries the validated byte count in its low 32 bits. In the field lines it
-    // also carries the state that would otherwise need a rescan: bit 32 marks them, bits 33-34
-    // hold the phase (0 line start, 1 name, 2 value), bits 35 and up the field count so far.
-    // In the request line the token is the plain byte count; the part is found from its SPs,
-    // which costs at most the bounded method and target.
 
-    private static let countBits = 32
-    private static let fieldLinesFlag = 1 << 32
-    private static let phaseShift = 33
-    private static let fieldCountShift = 35
-
-    /// The token for `.needMore` after `validated` bytes.
-    private func resumeToken(validated: Int) -> Int {
-        let phaseCode: Int
-        switch phase {
-        case .lineStart: phaseCode = 0
-        case .name: phaseCode = 1
-        case .value: phaseCode = 2
-        default: return validated
+    /// The resume point for `.needMore` after `validated` bytes.
+    private func resumePoint(validated: Int) -> HTTPHeadResumePoint {
+        let phase: HTTPHeadResumePoint.Phase
+        switch self.phase {
+        case .lineStart: phase = .lineStart
+        case .name: phase = .name
+        case .value: phase = .value
+        default: phase = .requestLine
         }
-        // Beyond what the layout holds (never with sane limits), resume from the first byte.
-        guard validated < 1 << Self.countBits, fieldCount < 1 << (Int.bitWidth - 1 - Self.fieldCountShift)
-        else { return 0 }
-        return validated | Self.fieldLinesFlag | phaseCode << Self.phaseShift
-            | fieldCount << Self.fieldCountShift
+        return HTTPHeadResumePoint(validated: validated, phase: phase, fieldCount: fieldCount)
     }
 
-    /// Rebuilds the position from a token an earlier call returned for a prefix of these bytes.
-    /// Returns false (start from the first byte) for 0, for tokens that do not fit the bytes,
+    /// Rebuilds the position from a point an earlier call returned for a prefix of these bytes.
+    /// Returns false (start from the first byte) for `.start`, for a point beyond these bytes,
     /// and inside the leading empty lines, whose scan is bounded anyway.
-    mutating func resume(at token: Int) -> Bool {
-        guard token > 0 else { return false }
-        let p = token & (1 << Self.countBits - 1)
+    mutating func resume(at point: HTTPHeadResumePoint) -> Bool {
+        let p = point.validated
         guard p > 0, p <= bytes.count, p < limits.maxHeaderSectionBytes else { return false }
 
-        if token & Self.fieldLinesFlag != 0 {
-            let phaseCode = (token >> Self.phaseShift) & 3
+        if point.phase != .requestLine {
             i = p
-            fieldCount = token >> Self.fieldCountShift
+            fieldCount = point.fieldCount
             // A resumed name already has a byte (the line start is not resumed into `.name`),
             // so any line start before `p` keeps the empty-name check passing.
             lineStart = p - 1
-            switch phaseCode {
-            case 0: phase = .lineStart
-            case 1: phase = .name
+            switch point.phase {
+            case .lineStart: phase = .lineStart
+            case .name: phase = .name
             default: phase = .value
             }
             return true
@@ -172,8 +179,8 @@ struct RequestHeadScanner {
     @inline(__always)
     private func outOfBytes(needing needed: Int, validated: Int) -> Outcome {
         needed >= limits.maxHeaderSectionBytes
-            ? .invalid(.headersTooLarge("header section exceeds \(limits.maxHeaderSectionBytes) bytes"))
-            : .needMore(token: resumeToken(validated: validated))
+            ? .invalid(.headerSectionTooLarge(limit: limits.maxHeaderSectionBytes))
+            : .needMore(resumePoint(validated: validated))
     }
 
     /// Validates from the current position to the end of the head.
@@ -192,15 +199,15 @@ struct RequestHeadScanner {
                 while true {
                     guard i < stop else { return outOfBytes(needing: i, validated: i) }
                     let b = bytes[i]
-                    if b == HTTPBytes.lf { return .invalid(.badRequest("bare LF before the request line")) }
+                    if b == HTTPBytes.lf { return .invalid(.bareLFBeforeRequestLine) }
                     if b != HTTPBytes.cr { break }
                     guard i + 1 < stop else { return outOfBytes(needing: i + 1, validated: i) }
                     guard bytes[i + 1] == HTTPBytes.lf else {
-                        return .invalid(.badRequest("bare CR before the request line"))
+                        return .invalid(.bareCRBeforeRequestLine)
                     }
                     empties += 1
                     if empties > limits.maxLeadingEmptyLines {
-                        return .invalid(.badRequest("too many empty lines before the request line"))
+                        return .invalid(.tooManyEmptyLines)
                     }
                     i += 2
                 }
@@ -214,15 +221,15 @@ struct RequestHeadScanner {
                     let b = bytes[i]
                     if b == HTTPBytes.sp { break }
                     guard HTTPBytes.isTchar(b) else {
-                        return .invalid(.badRequest(Self.describe(b, in: "method")))
+                        return .invalid(.invalidByte(b, in: .method))
                     }
                     i += 1
                     // RFC 9112 §3: a method longer than any implemented one answers 501.
                     if i - methodStart > limits.maxMethodLength {
-                        return .invalid(.notImplemented("method longer than \(limits.maxMethodLength) bytes"))
+                        return .invalid(.methodTooLong(limit: limits.maxMethodLength))
                     }
                 }
-                guard i > methodStart else { return .invalid(.badRequest("empty method")) }
+                guard i > methodStart else { return .invalid(.emptyMethod) }
                 methodEnd = i
                 i += 1
                 targetStart = i
@@ -233,20 +240,20 @@ struct RequestHeadScanner {
                 guard i < stop else { return outOfBytes(needing: i, validated: i) }
                 let first = bytes[i]
                 if first == HTTPBytes.sp {
-                    return .invalid(.badRequest("more than one SP after the method"))
+                    return .invalid(.extraSPAfterMethod)
                 }
                 if first == HTTPBytes.asterisk {
                     guard methodIs("OPTIONS") else {
-                        return .invalid(.badRequest("asterisk-form target is only allowed with OPTIONS"))
+                        return .invalid(.asteriskWithoutOptions)
                     }
                 } else if first != HTTPBytes.slash {
                     guard HTTPBytes.isTargetByte(first) else {
-                        return .invalid(.badRequest(Self.describe(first, in: "request target")))
+                        return .invalid(.invalidByte(first, in: .target))
                     }
                     // Absolute-form (`http://host/path`), which a server must accept (RFC 9112
                     // §3.2.2); checked once the target is complete.
                     guard first | 0x20 == UInt8(ascii: "h") else {
-                        return .invalid(.badRequest("request target must be origin-form (start with '/')"))
+                        return .invalid(.targetNotOriginForm)
                     }
                 }
                 phase = .target
@@ -258,21 +265,21 @@ struct RequestHeadScanner {
                     let b = bytes[i]
                     if b == HTTPBytes.sp { break }
                     guard HTTPBytes.isTargetByte(b) else {
-                        return .invalid(.badRequest(Self.describe(b, in: "request target")))
+                        return .invalid(.invalidByte(b, in: .target))
                     }
                     i += 1
                     let length = i - targetStart
                     // Checked per byte so an endless target is refused before its line ends.
                     if length > limits.maxTargetLength {
-                        return .invalid(.uriTooLong("request target exceeds \(limits.maxTargetLength) bytes"))
+                        return .invalid(.targetTooLong(limit: limits.maxTargetLength))
                     }
                     if isAsterisk && length > 1 {
-                        return .invalid(.badRequest("asterisk-form target must be exactly '*'"))
+                        return .invalid(.asteriskNotAlone)
                     }
                 }
                 targetEnd = i
                 if bytes[targetStart] != HTTPBytes.slash && !isAsterisk && originFormStart() == nil {
-                    return .invalid(.badRequest("request target must be origin-form or an http(s) absolute-form URI"))
+                    return .invalid(.targetNotHTTPURI)
                 }
                 i += 1
                 versionStart = i
@@ -292,23 +299,21 @@ struct RequestHeadScanner {
                     case 5, 7: ok = b >= 0x30 && b <= 0x39
                     case 6: ok = b == 0x2E  // .
                     case 8:
-                        if b == HTTPBytes.lf { return .invalid(.badRequest("bare LF after the request line")) }
+                        if b == HTTPBytes.lf { return .invalid(.bareLFAfterRequestLine) }
                         ok = b == HTTPBytes.cr
                     default:
-                        if b != HTTPBytes.lf { return .invalid(.badRequest("bare CR in the request line")) }
+                        if b != HTTPBytes.lf { return .invalid(.bareCRInRequestLine) }
                         ok = true
                     }
                     guard ok else {
-                        return .invalid(
-                            .badRequest(
-                                b == HTTPBytes.sp ? "more than one SP in the request line" : "malformed HTTP version"))
+                        return .invalid(b == HTTPBytes.sp ? .extraSPInRequestLine : .malformedVersion)
                     }
                     i += 1
                 }
                 let major = Int(bytes[versionStart + 5] &- 0x30)
                 let minor = Int(bytes[versionStart + 7] &- 0x30)
                 guard major == 1, minor == 0 || minor == 1 else {
-                    return .invalid(.versionNotSupported("HTTP/\(major).\(minor) is not supported"))
+                    return .invalid(.versionNotSupported(major: major, minor: minor))
                 }
                 version = HTTPVersion(major: major, minor: minor)
                 fieldsStart = i
@@ -322,19 +327,19 @@ struct RequestHeadScanner {
                 if b0 == HTTPBytes.cr {
                     guard i + 1 < stop else { return outOfBytes(needing: i + 1, validated: i) }
                     guard bytes[i + 1] == HTTPBytes.lf else {
-                        return .invalid(.badRequest("bare CR at the end of the header section"))
+                        return .invalid(.bareCRAtEndOfHead)
                     }
                     fieldsEnd = i
                     return .complete(consumed: i + 2)
                 }
-                if b0 == HTTPBytes.lf { return .invalid(.badRequest("bare LF in the header section")) }
+                if b0 == HTTPBytes.lf { return .invalid(.bareLFInHead) }
                 if HTTPBytes.isOWS(b0) {
                     // RFC 9112 §5.2: obs-fold is refused; §2.2: so is whitespace before the first field.
-                    return .invalid(.badRequest("obsolete line folding (line starts with whitespace)"))
+                    return .invalid(.obsFold)
                 }
                 fieldCount += 1
                 if fieldCount > limits.maxHeaderCount {
-                    return .invalid(.headersTooLarge("more than \(limits.maxHeaderCount) header fields"))
+                    return .invalid(.tooManyFields(limit: limits.maxHeaderCount))
                 }
                 phase = .name
 
@@ -346,16 +351,16 @@ struct RequestHeadScanner {
                     if b == HTTPBytes.colon { break }
                     guard HTTPBytes.isTchar(b) else {
                         if HTTPBytes.isOWS(b) {
-                            return .invalid(.badRequest("whitespace between field name and colon"))
+                            return .invalid(.spaceBeforeColon)
                         }
                         if b == HTTPBytes.cr || b == HTTPBytes.lf {
-                            return .invalid(.badRequest("header line without a colon"))
+                            return .invalid(.lineWithoutColon)
                         }
-                        return .invalid(.badRequest(Self.describe(b, in: "field name")))
+                        return .invalid(.invalidByte(b, in: .fieldName))
                     }
                     i += 1
                 }
-                guard i > lineStart else { return .invalid(.badRequest("empty field name")) }
+                guard i > lineStart else { return .invalid(.emptyFieldName) }
                 i += 1
                 phase = .value
 
@@ -366,14 +371,14 @@ struct RequestHeadScanner {
                     let b = bytes[i]
                     if b == HTTPBytes.cr { break }
                     guard HTTPBytes.isFieldValueByte(b) else {
-                        if b == HTTPBytes.lf { return .invalid(.badRequest("bare LF in a field value")) }
-                        return .invalid(.badRequest(Self.describe(b, in: "field value")))
+                        if b == HTTPBytes.lf { return .invalid(.bareLFInValue) }
+                        return .invalid(.invalidByte(b, in: .fieldValue))
                     }
                     i += 1
                 }
                 guard i + 1 < stop else { return outOfBytes(needing: i + 1, validated: i) }
                 guard bytes[i + 1] == HTTPBytes.lf else {
-                    return .invalid(.badRequest("bare CR in a field value"))
+                    return .invalid(.bareCRInValue)
                 }
                 i += 2
                 phase = .lineStart
@@ -393,11 +398,8 @@ struct RequestHeadScanner {
             while bytes[colon] != HTTPBytes.colon { colon += 1 }
             var lineEnd = colon + 1
             while bytes[lineEnd] != HTTPBytes.cr { lineEnd += 1 }
-            var start = colon + 1
-            var end = lineEnd
-            while start < end, HTTPBytes.isOWS(bytes[start]) { start += 1 }
-            while end > start, HTTPBytes.isOWS(bytes[end - 1]) { end -= 1 }
-            list.append((name: string(lineStart, colon), value: string(start, end)))
+            let value = trimmingOWS(bytes, (colon + 1)..<lineEnd)
+            list.append((name: string(lineStart, colon), value: string(value.lowerBound, value.upperBound)))
             lineStart = lineEnd + 2
         }
         let headers = HTTPHeaders(list)
@@ -446,18 +448,5 @@ struct RequestHeadScanner {
         let expected = UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
         for k in 0..<expected.count where bytes[methodStart + k] != expected[k] { return false }
         return true
-    }
-
-    private static func describe(_ b: UInt8, in part: String) -> String {
-        switch b {
-        case 0: "NUL in \(part)"
-        case HTTPBytes.cr: "bare CR in \(part)"
-        case HTTPBytes.lf: "bare LF in \(part)"
-        case HTTPBytes.sp: "space in \(part)"
-        case 0x7F: "DEL in \(part)"
-        case 0x80...: "non-ASCII byte in \(part)"
-        case ..<0x20: "control character in \(part)"
-        default: "invalid character in \(part)"
-        }
     }
 }

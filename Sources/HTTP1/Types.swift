@@ -31,7 +31,7 @@ package struct HTTPVersion: Hashable, Sendable, CustomStringConvertible {
 
 /// Header fields in arrival order. Names compare ASCII case-insensitively; duplicates are kept
 /// so the framing checks can see them (RFC 9112 §6.3).
-package struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
+package struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, Equatable {
     package private(set) var fields: [(name: String, value: String)] = []
 
     package init() {}
@@ -65,6 +65,11 @@ package struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
     }
 
     package func contains(_ name: String) -> Bool { self[name] != nil }
+
+    /// The same fields in the same order, names and values exactly as sent (for tests).
+    package static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
+        lhs.fields.elementsEqual(rhs.fields) { $0.name == $1.name && $0.value == $1.value }
+    }
 
     package func makeIterator() -> IndexingIterator<[(name: String, value: String)]> {
         fields.makeIterator()
@@ -148,7 +153,8 @@ package struct HTTPStatus: Hashable, Sendable {
     }
 }
 
-/// Size limits the parser enforces. Defaults are the documented ones (README, "Limits").
+/// Size limits of the wire format (head, chunked framing). Defaults are the documented ones
+/// (README, "Limits"); the body and time limits are `HTTPServer.Configuration`'s.
 package struct HTTPParserLimits: Sendable {
     /// Longest request target; longer answers 414.
     package var maxTargetLength: Int = 8 * 1024
@@ -160,32 +166,15 @@ package struct HTTPParserLimits: Sendable {
     package var maxMethodLength: Int = 32
     /// Most empty lines (CRLF) ignored before a request line (RFC 9112 §2.2); more answers 400.
     package var maxLeadingEmptyLines: Int = 8
+    /// Most bytes of a chunked body's trailer section; more answers 431.
+    package var maxTrailerBytes: Int = 8 * 1024
+    /// Most bytes of chunk extensions on one size line; more answers 400.
+    package var maxChunkExtensionBytes: Int = 1024
     package init() {}
 }
 
-/// Why a request could not be read. Each carries the status and envelope code it answers with;
-/// after any of these the connection is closed, because the framing can no longer be trusted.
-package struct HTTPParseError: Error, Hashable, Sendable, CustomStringConvertible {
-    package var status: HTTPStatus
-    /// Stable snake_case code for the envelope (`invalid_request`, `uri_too_long`, …).
-    package var code: String
-    /// What was wrong, for people.
-    package var reason: String
-
-    package init(status: HTTPStatus, code: String, reason: String) {
-        self.status = status
-        self.code = code
-        self.reason = reason
-    }
-    package var description: String { "\(status.code) \(code): \(reason)" }
-
-    package static func badRequest(_ reason: String) -> HTTPParseError {
-        HTTPParseError(status: .badRequest, code: "invalid_request", reason: reason)
-    }
-}
-
 /// A parsed request line and header section. Header values have surrounding whitespace trimmed.
-package struct HTTPRequestHead: Sendable {
+package struct HTTPRequestHead: Sendable, Equatable {
     package var method: HTTPMethod
     /// The request target exactly as sent (origin-form: path and optional `?query`).
     package var target: String

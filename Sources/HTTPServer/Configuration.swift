@@ -53,3 +53,13 @@ extension HTTPServer {
         }
     }
 }
+
+extension ConnectionStateMachine.Limits {
+    /// The configuration's limits, times in nanoseconds.
+    init(_ configuration: HTTPServer.Configuration) {
+        self.init(
+            parser: configuration.parserLimits, maxBodyBytes: configuration.maxBodyBytes,
+            headerTimeout: configuration.headerReadTimeout.nanoseconds,
+            idleTimeout: configuration.idleTimeout.nanoseconds, gzipMinimumBytes: configuration.gzipMinimumBytes)
+    }
+}

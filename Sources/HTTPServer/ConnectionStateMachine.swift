@@ -7,12 +7,12 @@ import HTTP1
 /// parse further and asks the shell to stop reading; pipelined requests wait in the buffer and
 /// are taken in order once the previous response is fully written (RFC 9112 §9.3.2).
 struct ConnectionStateMachine {
-    /// What the shell must do next.
-    enum Action {
+    /// What the shell must do next. `Equatable`, so tests compare whole actions.
+    enum Action: Equatable {
         /// Nothing now; read more if `wantsRead`.
         case none
-        /// Queue these bytes for writing, then call `writeCompleted` once everything queued is out.
-        case write([UInt8])
+        /// Write the interim `100 Continue` (`continueResponseBytes`), then go on reading.
+        case sendContinue
         /// Hand this request to the application, then call `responseReady` with its answer.
         case deliver(HTTPRequest)
         /// Ask the application to render this refusal, then call `responseReady` with it.
@@ -22,17 +22,18 @@ struct ConnectionStateMachine {
         case close(graceful: Bool)
     }
 
-    /// The limits the machine enforces, in nanoseconds where they are times.
-    struct Limits {
-        var parser = HTTPParserLimits()
-        var maxBodyBytes = 1024 * 1024
-        var headerTimeout: UInt64 = 10_000_000_000
-        var idleTimeout: UInt64 = 60_000_000_000
-        var gzipMinimumBytes = 1024
+    /// The limits the machine enforces, taken from the server's configuration (where the
+    /// defaults are: `Limits(configuration)`); times in nanoseconds.
+    struct Limits: Sendable {
+        var parser: HTTPParserLimits
+        var maxBodyBytes: Int
+        var headerTimeout: UInt64
+        var idleTimeout: UInt64
+        var gzipMinimumBytes: Int
     }
 
     /// What the response to the current request needs to know about it.
-    struct ResponseContext {
+    private struct ResponseContext {
         var version: HTTPVersion
         var isHead: Bool
         var keepAlive: Bool
@@ -55,19 +56,16 @@ struct ConnectionStateMachine {
     private enum State {
         /// Between requests with nothing buffered.
         case idle
-        /// Receiving a head; `scanned` is the parser's resume point.
-        case readingHead(scanned: Int)
+        /// Receiving a head; the parser resumes from `point`.
+        case readingHead(HTTPHeadResumePoint)
         case readingBody(BodyReader)
         case awaitingResponse(ResponseContext)
         case writing(closeAfter: Bool)
         case closed
     }
 
-    /// The interim response of RFC 9110 §10.1.1.
-    static let continueBytes = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
-
     private let limits: Limits
-    private var state: State = .readingHead(scanned: 0)
+    private var state: State = .readingHead(.start)
     private var buffer: [UInt8] = []
     private var readIndex = 0
     /// Bytes of the current request seen; a timeout with none is a silent close, not a 408.
@@ -134,26 +132,23 @@ struct ConnectionStateMachine {
         }
     }
 
-    /// The application's (or the error renderer's) response to the request in flight, as a
-    /// `.write` of its own bytes.
-    mutating func responseReady(_ response: HTTPResponse, date: String, now: UInt64) -> Action {
-        var bytes: [UInt8] = []
-        guard responseReady(response, date: date, now: now, into: &bytes) else { return .none }
-        return .write(bytes)
-    }
-
-    /// The response to the request in flight, appended to `output` (the shell's reusable buffer,
-    /// so no array is allocated per response). Returns false, writing nothing, if no request
-    /// awaits one. Once the bytes are written, call `writeCompleted` as after a `.write`.
-    mutating func responseReady(_ response: HTTPResponse, date: String, now: UInt64, into output: inout [UInt8]) -> Bool
-    {
-        guard case .awaitingResponse(let context) = state else { return false }
-        let closeAfter = !context.keepAlive || draining || Self.hasToken(response.headers, "Connection", "close")
-        serialize(response, context: context, closing: closeAfter, date: date, into: &output)
+    /// The application's (or the error renderer's) response to the request in flight: decides
+    /// how it is framed (close after it? gzip?) and starts the write timeout. Returns nil if no
+    /// request awaits a response. Serialize it with that framing, write it, then call
+    /// `writeCompleted`.
+    mutating func responseReady(_ response: HTTPResponse, now: UInt64) -> HTTPResponseFraming? {
+        guard case .awaitingResponse(let context) = state else { return nil }
+        let closeAfter =
+            !context.keepAlive || draining || response.headers.containsToken("close", inField: "Connection")
+        // Worth compressing: the client takes gzip, the body is long enough, it is not encoded yet.
+        let gzip =
+            context.acceptsGzip && response.status.allowsContent
+            && response.body.count >= limits.gzipMinimumBytes && !response.headers.contains("Content-Encoding")
         state = .writing(closeAfter: closeAfter)
         // A peer that stops reading our response must not hold the connection forever.
         deadline = now &+ limits.idleTimeout
-        return true
+        return HTTPResponseFraming(
+            requestVersion: context.version, isHead: context.isHead, closing: closeAfter, gzip: gzip)
     }
 
     /// Everything queued has been written.
@@ -170,7 +165,7 @@ struct ConnectionStateMachine {
             return .none
         }
         // A pipelined request is already buffered: its clock starts now.
-        state = .readingHead(scanned: 0)
+        state = .readingHead(.start)
         deadline = now &+ limits.headerTimeout
         return process(now: now)
     }
@@ -184,10 +179,7 @@ struct ConnectionStateMachine {
         case .readingHead where !requestStarted:
             return close(graceful: false)
         case .readingHead(_), .readingBody:
-            return fail(
-                HTTPParseError(
-                    status: .requestTimeout, code: "request_timeout", reason: "request not received in time"), head: nil
-            )
+            return fail(.requestTimeout, head: nil)
         case .writing:
             return close(graceful: false)
         case .awaitingResponse, .closed:
@@ -209,18 +201,18 @@ struct ConnectionStateMachine {
             switch state {
             case .idle:
                 guard readIndex < buffer.count else { return .none }
-                state = .readingHead(scanned: 0)
+                state = .readingHead(.start)
                 deadline = now &+ limits.headerTimeout
-            case .readingHead(let scanned):
+            case .readingHead(let point):
                 guard readIndex < buffer.count else { return .none }
                 requestStarted = true
                 let result = buffer.withUnsafeBytes { all in
                     parseRequestHead(
-                        UnsafeRawBufferPointer(rebasing: all[readIndex...]), limits: limits.parser, scanned: scanned)
+                        UnsafeRawBufferPointer(rebasing: all[readIndex...]), limits: limits.parser, resumingFrom: point)
                 }
                 switch result {
-                case .needMore(let scanned):
-                    state = .readingHead(scanned: scanned)
+                case .needMore(let point):
+                    state = .readingHead(point)
                     return .none
                 case .invalid(let error):
                     return fail(error, head: nil)
@@ -258,18 +250,14 @@ struct ConnectionStateMachine {
         }
         let context = ResponseContext(
             version: head.version, isHead: head.method == .HEAD,
-            keepAlive: Self.keepAlive(head), acceptsGzip: Self.acceptsGzip(head.headers))
+            keepAlive: head.keepAlive, acceptsGzip: head.headers.acceptsGzip)
 
         var decompressor: Decompressor?
         if framing != .none {
-            switch Self.contentCoding(head.headers) {
+            switch head.headers.contentCoding {
             case .identity: break
             case .gzip: decompressor = Decompressor(limit: limits.maxBodyBytes)
-            case .unsupported:
-                return fail(
-                    HTTPParseError(
-                        status: .unsupportedMediaType, code: "unsupported_media_type",
-                        reason: "only gzip and identity content codings are accepted"), head: head)
+            case .unsupported: return fail(.unsupportedContentCoding, head: head)
             }
         }
 
@@ -279,18 +267,19 @@ struct ConnectionStateMachine {
             return deliver(head: head, body: [], context: context)
         case .contentLength(let length):
             // Refuse before reading a byte of it; the connection closes because the body stays unread.
-            if length > limits.maxBodyBytes { return fail(Self.tooLarge, head: head) }
+            if length > limits.maxBodyBytes { return fail(.payloadTooLarge, head: head) }
             readerFraming = .length(remaining: length)
         case .chunked:
-            readerFraming = .chunked(ChunkedBodyDecoder())
+            // Each declared chunk size is checked against the limit as it is read (413 at once).
+            readerFraming = .chunked(ChunkedBodyDecoder(limits: limits.parser, maxBodyBytes: limits.maxBodyBytes))
         }
         state = .readingBody(
             BodyReader(head: head, context: context, framing: readerFraming, decompressor: decompressor))
         // RFC 9110 §10.1.1: send 100 only if the client waits for it and nothing of the body came yet.
         if head.version == .http1_1, readIndex == buffer.count,
-            Self.hasToken(head.headers, "Expect", "100-continue")
+            head.headers.containsToken("100-continue", inField: "Expect")
         {
-            return .write(Self.continueBytes)
+            return .sendContinue
         }
         return nil
     }
@@ -345,13 +334,9 @@ struct ConnectionStateMachine {
         }
     }
 
-    private static let tooLarge = HTTPParseError(
-        status: .payloadTooLarge, code: "payload_too_large", reason: "request body too large")
-    private static let corruptGzip = HTTPParseError.badRequest("request body is not valid gzip")
-
     private func append(_ bytes: UnsafeRawBufferPointer, to reader: inout BodyReader) -> HTTPParseError? {
         reader.rawBytes += bytes.count
-        if reader.rawBytes > limits.maxBodyBytes { return Self.tooLarge }
+        if reader.rawBytes > limits.maxBodyBytes { return HTTPParseError.payloadTooLarge }
         guard let decompressor = reader.decompressor else {
             reader.body.append(contentsOf: bytes)
             return nil
@@ -360,14 +345,14 @@ struct ConnectionStateMachine {
             try decompressor.inflate(bytes, into: &reader.body)
             return nil
         } catch .tooLarge {
-            return Self.tooLarge
+            return HTTPParseError.payloadTooLarge
         } catch {
-            return Self.corruptGzip
+            return HTTPParseError.corruptGzip
         }
     }
 
     private func finish(_ reader: inout BodyReader) -> BodyOutcome {
-        if let decompressor = reader.decompressor, !decompressor.finished { return .failed(Self.corruptGzip) }
+        if let decompressor = reader.decompressor, !decompressor.finished { return .failed(HTTPParseError.corruptGzip) }
         return .complete
     }
 
@@ -400,167 +385,5 @@ struct ConnectionStateMachine {
         buffer = []
         readIndex = 0
         return .close(graceful: graceful)
-    }
-
-    /// Puts the machine in the state of a refused request (used to render the
-    /// maxConnections refusal with the same header rules).
-    mutating func forceAwaiting() {
-        state = .awaitingResponse(
-            ResponseContext(version: .http1_1, isHead: false, keepAlive: false, acceptsGzip: false))
-    }
-
-    // MARK: - Response bytes
-
-    /// The response's own fields are written straight into the output buffer, minus the framing
-    /// ones we set ourselves; the headers array is never copied or edited per request.
-    private func serialize(
-        _ response: HTTPResponse, context: ResponseContext, closing: Bool, date: String, into bytes: inout [UInt8]
-    ) {
-        var body = response.body
-        let code = response.status.code
-        // RFC 9110 §8.6: no Content-Length (and no body) on 1xx and 204.
-        let bodyless = (100..<200).contains(code) || code == 204
-        var gzipped = false
-        if bodyless {
-            body = []
-        } else if code != 304, context.acceptsGzip, body.count >= limits.gzipMinimumBytes,
-            !response.headers.contains("Content-Encoding"), let compressed = Compressor.gzip(body)
-        {
-            body = compressed
-            gzipped = true
-        }
-        bytes.reserveCapacity(bytes.count + 256 + (context.isHead ? 0 : body.count))
-        appendStatusLine(version: .http1_1, status: response.status, to: &bytes)
-        var hasDate = false
-        var variesByEncoding = false
-        for field in response.headers {
-            let name = field.name
-            if HTTPHeaders.namesEqual(name, "Content-Length") || HTTPHeaders.namesEqual(name, "Transfer-Encoding")
-                || HTTPHeaders.namesEqual(name, "Connection")
-            {
-                continue
-            }
-            if HTTPHeaders.namesEqual(name, "Date") { hasDate = true }
-            if gzipped, HTTPHeaders.namesEqual(name, "Vary"), Self.hasToken([field.value], "accept-encoding") {
-                variesByEncoding = true
-            }
-            appendHeaderField(name: name, value: field.value, to: &bytes)
-        }
-        if gzipped {
-            appendHeaderField(name: "Content-Encoding", value: "gzip", to: &bytes)
-            if !variesByEncoding { appendHeaderField(name: "Vary", value: "Accept-Encoding", to: &bytes) }
-        }
-        if !bodyless && code != 304 {
-            // For HEAD this is the length the GET body would have had (RFC 9110 §9.3.2).
-            appendHeaderField(name: "Content-Length", value: String(body.count), to: &bytes)
-        }
-        if !hasDate { appendHeaderField(name: "Date", value: date, to: &bytes) }
-        if closing {
-            appendHeaderField(name: "Connection", value: "close", to: &bytes)
-        } else if context.version == .http1_0 {
-            // RFC 9112 §9.3: a 1.0 client only keeps the connection if we say so.
-            appendHeaderField(name: "Connection", value: "keep-alive", to: &bytes)
-        }
-        bytes.append(contentsOf: "\r\n".utf8)  // end of the head
-        if !context.isHead { bytes.append(contentsOf: body) }
-    }
-
-    // MARK: - Header semantics
-
-    /// RFC 9112 §9.3: 1.1 persists unless `close`; 1.0 only with `keep-alive`.
-    static func keepAlive(_ head: HTTPRequestHead) -> Bool {
-        if hasToken(head.headers, "Connection", "close") { return false }
-        if head.version == .http1_1 { return true }
-        return head.version == .http1_0 && hasToken(head.headers, "Connection", "keep-alive")
-    }
-
-    /// Whether `Accept-Encoding` allows gzip with a non-zero q (RFC 9110 §12.5.3).
-    static func acceptsGzip(_ headers: HTTPHeaders) -> Bool {
-        var gzipQ: Double?
-        var starQ: Double?
-        for field in headers where HTTPHeaders.namesEqual(field.name, "Accept-Encoding") {
-            for element in field.value.split(separator: ",") {
-                let parts = element.split(separator: ";")
-                guard let first = parts.first else { continue }
-                let coding = first.trimmingASCIISpaces().lowercased()
-                var q = 1.0
-                for parameter in parts.dropFirst() {
-                    let pair = parameter.trimmingASCIISpaces().lowercased()
-                    if pair.hasPrefix("q=") { q = Double(pair.dropFirst(2)) ?? 0 }
-                }
-                if coding == "gzip" || coding == "x-gzip" { gzipQ = max(gzipQ ?? 0, q) }
-                if coding == "*" { starQ = q }
-            }
-        }
-        if let gzipQ { return gzipQ > 0 }
-        return (starQ ?? 0) > 0
-    }
-
-    enum ContentCoding { case identity, gzip, unsupported }
-
-    /// The request body's content coding (RFC 9110 §8.4); only one layer of gzip is supported.
-    static func contentCoding(_ headers: HTTPHeaders) -> ContentCoding {
-        var codings: [String] = []
-        for field in headers where HTTPHeaders.namesEqual(field.name, "Content-Encoding") {
-            for element in field.value.split(separator: ",") {
-                let coding = element.trimmingASCIISpaces().lowercased()
-                if !coding.isEmpty && coding != "identity" { codings.append(coding) }
-            }
-        }
-        if codings.isEmpty { return .identity }
-        if codings.count == 1, codings[0] == "gzip" || codings[0] == "x-gzip" { return .gzip }
-        return .unsupported
-    }
-
-    /// `hasToken` over the values of field `name`, without collecting them into an array.
-    static func hasToken(_ headers: HTTPHeaders, _ name: String, _ token: String) -> Bool {
-        headers.contains { HTTPHeaders.namesEqual($0.name, name) && hasToken(in: $0.value, token) }
-    }
-
-    /// Whether a comma-separated header lists `token`, ASCII case-insensitively.
-    static func hasToken(_ values: [String], _ token: String) -> Bool {
-        values.contains { hasToken(in: $0, token) }
-    }
-
-    /// One field value. An ASCII value (nearly all) is scanned as bytes, with no substrings;
-    /// any other is split by Character as before, where a comma followed by a combining mark
-    /// is not a separator.
-    static func hasToken(in value: String, _ token: String) -> Bool {
-        var contiguous = value
-        let scanned = contiguous.withUTF8 { bytes -> Bool? in
-            guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
-            var elementStart = 0
-            while elementStart <= bytes.count {
-                var elementEnd = elementStart
-                while elementEnd < bytes.count, bytes[elementEnd] != UInt8(ascii: ",") { elementEnd += 1 }
-                var start = elementStart
-                var end = elementEnd
-                while start < end, bytes[start] == UInt8(ascii: " ") || bytes[start] == UInt8(ascii: "\t") {
-                    start += 1
-                }
-                while end > start, bytes[end - 1] == UInt8(ascii: " ") || bytes[end - 1] == UInt8(ascii: "\t") {
-                    end -= 1
-                }
-                if asciiCaseInsensitiveEqual(UnsafeBufferPointer(rebasing: bytes[start..<end]), token) { return true }
-                elementStart = elementEnd + 1
-            }
-            return false
-        }
-        if let scanned { return scanned }
-        return value.split(separator: ",").contains { HTTPHeaders.namesEqual(String($0.trimmingASCIISpaces()), token) }
-    }
-
-    private static func asciiCaseInsensitiveEqual(_ bytes: UnsafeBufferPointer<UInt8>, _ token: String) -> Bool {
-        var token = token
-        return token.withUTF8 { HTTPHeaders.asciiCaseInsensitiveEqual(bytes, $0) }
-    }
-}
-
-extension Substring {
-    fileprivate func trimmingASCIISpaces() -> Substring {
-        var slice = self
-        while let first = slice.first, first == " " || first == "\t" { slice = slice.dropFirst() }
-        while let last = slice.last, last == " " || last == "\t" { slice = slice.dropLast() }
-        return slice
     }
 }

@@ -131,14 +131,10 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
             switch action {
             case .none:
                 break loop
-            case .write(let bytes):
-                if outgoing.isEmpty {
-                    outgoing = bytes
-                } else {
-                    outgoing.append(contentsOf: bytes)
-                }
-                guard flush() else { break loop }
-                action = machine.writeCompleted(now: monotonicNanoseconds())
+            case .sendContinue:
+                // Not a response: the machine stays reading the body, nothing to complete.
+                guard write(continueResponseBytes) else { break loop }
+                action = .none
             case .deliver(let request):
                 guard let response = dispatch(request) else { break loop }
                 action = answer(response)
@@ -190,12 +186,12 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
     /// machine's next action once all of it is out; `.none` while the socket is full (the rest
     /// waits in `outgoing`) or after the connection failed.
     private func answer(_ response: HTTPResponse) -> ConnectionStateMachine.Action {
-        defer { context.recycleOutput() }
-        let date = context.dateCache.current()
         // One clock read for both: a synchronous write takes microseconds, deadlines are seconds.
         let now = monotonicNanoseconds()
-        guard machine.responseReady(response, date: date, now: now, into: &context.output), write(context.output)
-        else { return .none }
+        guard let framing = machine.responseReady(response, now: now) else { return .none }
+        defer { context.recycleOutput() }
+        response.serialize(framing: framing, date: context.dateCache.current(), into: &context.output)
+        guard write(context.output) else { return .none }
         return machine.writeCompleted(now: now)
     }
 

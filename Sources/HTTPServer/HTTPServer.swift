@@ -50,19 +50,13 @@ package final class HTTPServer: Sendable {
     /// The configuration the server was created with.
     package let configuration: Configuration
     private let shared: ServerShared
-    private let running = Mutex<Running?>(nil)
+    private let running = PThreadLock<Running?>(nil)
     private let stopped = Atomic<Bool>(false)
 
     /// Creates a server; nothing is bound until `start()`.
     package init(configuration: Configuration, responder: any Responder) {
         self.configuration = configuration
-        var limits = ConnectionStateMachine.Limits()
-        limits.parser = configuration.parserLimits
-        limits.maxBodyBytes = configuration.maxBodyBytes
-        limits.headerTimeout = configuration.headerReadTimeout.nanoseconds
-        limits.idleTimeout = configuration.idleTimeout.nanoseconds
-        limits.gzipMinimumBytes = configuration.gzipMinimumBytes
-        shared = ServerShared(responder: responder, limits: limits)
+        shared = ServerShared(responder: responder, limits: ConnectionStateMachine.Limits(configuration))
     }
 
     /// The current counters.
@@ -88,7 +82,7 @@ package final class HTTPServer: Sendable {
                 maxConnections: configuration.maxConnections)
             for loop in loops { loop.start() }
             let first = loops[0]
-            let registered = Mutex<(any Error)??>(nil)
+            let registered = PThreadLock<(any Error)??>(nil)
             first.execute {
                 do {
                     try handler.register()
@@ -213,11 +207,9 @@ final class ListenerHandler: IOHandler, @unchecked Sendable {
 
     /// Over the limit: a best-effort 503 into the fresh socket's empty send buffer, then close.
     private func refuse(_ fd: Int32) {
-        let response = shared.responder.respond(
-            toProtocolError: HTTPParseError(
-                status: .serviceUnavailable, code: "unavailable", reason: "too many connections"),
-            requestHead: nil)
-        let refusal = ConnectionStateMachine.refusalBytes(response, date: dateCache.current())
+        let response = shared.responder.respond(toProtocolError: .tooManyConnections, requestHead: nil)
+        var refusal: [UInt8] = []
+        response.serialize(framing: .refusal, date: dateCache.current(), into: &refusal)
         _ = refusal.withUnsafeBytes { try? Socket.write(fd, $0) }
         Socket.shutdownWrite(fd)
         Socket.close(fd)
@@ -232,15 +224,5 @@ final class ListenerHandler: IOHandler, @unchecked Sendable {
             guard let self, !self.closed else { return }
             try? self.loop.setInterest(fd: self.listener.fd, .read)
         }
-    }
-}
-
-extension ConnectionStateMachine {
-    /// The bytes of a response sent outside any request (the maxConnections refusal).
-    static func refusalBytes(_ response: HTTPResponse, date: String) -> [UInt8] {
-        var machine = ConnectionStateMachine(limits: Limits(), now: 0)
-        machine.forceAwaiting()
-        guard case .write(let bytes) = machine.responseReady(response, date: date, now: 0) else { return [] }
-        return bytes
     }
 }

@@ -2,7 +2,7 @@ import HTTP1
 
 /// A whole request as the application sees it: head plus the decoded body
 /// (de-chunked and, when `Content-Encoding: gzip` was sent, decompressed).
-package struct HTTPRequest: Sendable {
+package struct HTTPRequest: Sendable, Equatable {
     package var head: HTTPRequestHead
     package var body: [UInt8]
 

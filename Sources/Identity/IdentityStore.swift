@@ -1,8 +1,8 @@
 /// The storage seam: everything the domain needs from a database, and nothing of SQL.
-/// `Storage` implements it on SQLite; a PostgreSQL sibling would implement the same.
+/// `Storage` implements it on SQLite, `PostgresStorage` on PostgreSQL (see also `StoreLifecycle`).
 ///
-/// Reads run on the caller's thread against a consistent snapshot. Writes are queued to one
-/// writer and committed in groups: `completion` runs once the write is durable.
+/// Reads run on the caller's thread against a consistent snapshot. Writes are queued to the
+/// store's writer and committed in groups: `completion` runs once the write is durable.
 package protocol IdentityStore: Sendable {
     func read<T>(_ body: (any IdentityReadContext) throws -> T) throws -> T
     /// The snapshot of the subscriber `id` (any id it ever had) reaches in this tenant, or nil.

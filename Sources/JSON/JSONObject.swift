@@ -1,8 +1,8 @@
 /// A JSON object: string keys mapped to values, remembering insertion order.
 ///
-/// Setting an existing key replaces its value in place (so duplicate keys in a parsed
-/// document keep the first position and the last value). Equality and hashing ignore
-/// order, as RFC 8259 §4 calls objects unordered.
+/// Setting an existing key replaces its value in place; the parser refuses a document that
+/// repeats a key, so a parsed object never had two. Equality and hashing ignore order, as
+/// RFC 8259 §4 calls objects unordered.
 ///
 /// ```swift
 /// var object: JSONObject = ["b": 1, "a": 2]
@@ -62,14 +62,27 @@ package struct JSONObject: Sendable {
                 values[position] = newValue
                 return
             }
-            keys.append(key)
-            values.append(newValue)
-            if index != nil {
-                index![key] = keys.count - 1
-            } else if keys.count > Self.indexThreshold {
-                rebuildIndex()
-            }
+            append(key, newValue)
         }
+    }
+
+    /// Adds a member known to be new at the end, keeping the index (if any) current.
+    private mutating func append(_ key: String, _ value: JSONValue) {
+        keys.append(key)
+        values.append(value)
+        if index != nil {
+            index![key] = keys.count - 1
+        } else if keys.count > Self.indexThreshold {
+            rebuildIndex()
+        }
+    }
+
+    /// Appends a member whose key is not present yet; returns false, changing nothing, if it is.
+    /// One lookup, as for an assignment: the parser uses it to refuse repeated member names.
+    package mutating func insertNew(_ key: String, _ value: JSONValue) -> Bool {
+        guard position(of: key) == nil else { return false }
+        append(key, value)
+        return true
     }
 
     /// Removes `key` and returns its value; later members keep their relative order.

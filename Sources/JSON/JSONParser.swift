@@ -18,7 +18,9 @@ package struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertibl
 /// A strict RFC 8259 parser over bytes.
 ///
 /// Exactly one value with optional whitespace around it; no comments, trailing commas, BOM,
-/// `NaN`, leading zeros, lone surrogates, raw control characters or invalid UTF-8. Nesting is
+/// `NaN`, leading zeros, lone surrogates, raw control characters or invalid UTF-8, and no object
+/// that names a member twice (RFC 8259 §4 leaves those to each reader: one body, one reading,
+/// API.md §2). Nesting is
 /// bounded by `maxDepth` and walked with an explicit stack, so `[[[[…` cannot exhaust the
 /// thread's stack whatever the limit.
 ///
@@ -79,6 +81,8 @@ private struct Frame {
     var array: [JSONValue] = []
     var object = JSONObject()
     var key = ""
+    /// Where `key`'s opening quote is, for the error when it repeats an earlier member.
+    var keyOffset = 0
 }
 
 private struct Parser {
@@ -164,7 +168,7 @@ private struct Parser {
                     break
                 }
                 var frame = Frame(isObject: isObject)
-                if isObject { frame.key = try parseKey() }
+                if isObject { (frame.key, frame.keyOffset) = try parseKey() }
                 stack.append(frame)
                 continue expectingValue
             case ASCII.quote:
@@ -188,12 +192,15 @@ private struct Parser {
             while var frame = stack.popLast() {
                 skipWhitespace()
                 if frame.isObject {
-                    frame.object[frame.key] = value
+                    // The same one lookup a plain assignment makes; a repeat is refused, not overwritten.
+                    guard frame.object.insertNew(frame.key, value) else {
+                        throw error("duplicate member name \"\(frame.key)\"", at: frame.keyOffset)
+                    }
                     switch peek() {
                     case ASCII.comma:
                         position += 1
                         skipWhitespace()
-                        frame.key = try parseKey()
+                        (frame.key, frame.keyOffset) = try parseKey()
                         stack.append(frame)
                         continue expectingValue
                     case ASCII.closeBrace:
@@ -221,15 +228,16 @@ private struct Parser {
         }
     }
 
-    /// `"key"` then `:`; leaves the position before the value.
-    mutating func parseKey() throws(JSONParseError) -> String {
+    /// `"key"` then `:`; leaves the position before the value. Returns the key and its offset.
+    mutating func parseKey() throws(JSONParseError) -> (String, Int) {
         skipWhitespace()
         guard peek() == ASCII.quote else { throw unexpected(expecting: "a string key") }
+        let offset = position
         let key = try parseString()
         skipWhitespace()
         guard peek() == ASCII.colon else { throw unexpected(expecting: "':'") }
         position += 1
-        return key
+        return (key, offset)
     }
 
     mutating func expectLiteral(_ literal: StaticString) throws(JSONParseError) {

@@ -10,6 +10,8 @@ struct SQLiteContext: IdentityWriteContext {
     var onRetire: (() -> Void)? = nil
     /// Told what a row held that was skipped rather than refused (an unknown tenant setting), for the log.
     var onSkipped: DatabaseErrorHandler? = nil
+    /// Called when a workspace, tenant or key is written, so the store announces it after commit.
+    var onAuthChange: (() -> Void)? = nil
     /// The writer's cache of enabled webhook filters; nil on readers, which query.
     var webhookFilters: WebhookFilterCache? = nil
 
@@ -80,6 +82,7 @@ struct SQLiteContext: IdentityWriteContext {
 
     func insertWorkspace(id: String, name: String, now: Timestamp) throws {
         try db.execute("INSERT INTO workspaces (id, name, created_at) VALUES (?, ?, ?)", [id, name, now.millis])
+        onAuthChange?()
     }
 
     func insertTenant(_ tenant: TenantRecord) throws {
@@ -95,6 +98,7 @@ struct SQLiteContext: IdentityWriteContext {
                 tenant.secrets.previous.map { String(decoding: $0, as: UTF8.self) },
                 tenant.secrets.previousExpiresAt, tenant.createdAt.millis,
             ])
+        onAuthChange?()
     }
 
     func updateTenant(_ tenant: TenantRecord) throws {
@@ -109,6 +113,7 @@ struct SQLiteContext: IdentityWriteContext {
                 tenant.secrets.previous.map { String(decoding: $0, as: UTF8.self) },
                 tenant.secrets.previousExpiresAt, tenant.id,
             ])
+        onAuthChange?()
     }
 
     func insertAPIKey(_ key: APIKeyRecord, hash: String) throws {
@@ -118,6 +123,7 @@ struct SQLiteContext: IdentityWriteContext {
             VALUES (?, ?, ?, ?, ?, ?, ?, NULL)
             """,
             [hash, key.id, key.kind.rawValue, key.workspaceID, key.tenantID, key.displayPrefix, key.createdAt.millis])
+        onAuthChange?()
     }
 
     func revokeAPIKey(id: String, workspaceID: String, tenantID: String?, now: Timestamp) throws -> Bool {
@@ -126,6 +132,7 @@ struct SQLiteContext: IdentityWriteContext {
             UPDATE api_keys SET revoked_at = ?
             WHERE id = ? AND workspace_id = ? AND tenant_id IS ? AND revoked_at IS NULL
             """, [now.millis, id, workspaceID, tenantID])
+        if db.changes > 0 { onAuthChange?() }
         return db.changes > 0
     }
 

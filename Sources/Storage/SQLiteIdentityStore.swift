@@ -1,10 +1,11 @@
+import Glibc
 import Identity
 import SQLite
 import Synchronization
 
 /// `IdentityStore` on SQLite in WAL mode: one writer thread committing in groups, and a pool of
 /// reader connections that never wait for it.
-package final class SQLiteIdentityStore: IdentityStore {
+package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, AuthenticationChangeSource {
     /// Where the database lives and how it is opened.
     package struct Configuration: Sendable {
         package var path: String
@@ -26,6 +27,9 @@ package final class SQLiteIdentityStore: IdentityStore {
     private let webhookFilters: WebhookFilterCache
     /// Snapshots by the id they were read for; nil when configured off.
     private let snapshots: SnapshotCache?
+    /// Told after a write to workspaces, tenants or keys commits, before its completion runs.
+    private let authObservers = AuthObservers()
+    private let path: String
 
     /// Opens the database, applies pending migrations, and starts the writer.
     /// - Parameters:
@@ -37,6 +41,7 @@ package final class SQLiteIdentityStore: IdentityStore {
         onCommit: (@Sendable (_ batchSize: Int, _ commitDuration: Duration) -> Void)? = nil,
         onError: DatabaseErrorHandler? = nil
     ) throws {
+        path = configuration.path
         self.onError = onError
         webhookFilters = WebhookFilterCache()
         var options = Database.Options()
@@ -116,11 +121,15 @@ package final class SQLiteIdentityStore: IdentityStore {
         _ body: @escaping @Sendable (any IdentityWriteContext) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
-        let (purge, onError, filters) = (self.purge, self.onError, self.webhookFilters)
+        let (purge, observers, onError, filters) = (self.purge, authObservers, self.onError, self.webhookFilters)
+        let authChanged = AuthChangeFlag()
         writer.submit({ db in
-            try body(SQLiteContext(db: db, onRetire: purge.request, onSkipped: onError, webhookFilters: filters))
-        }) {
-            result in
+            try body(
+                SQLiteContext(
+                    db: db, onRetire: purge.request, onSkipped: onError, onAuthChange: authChanged.set,
+                    webhookFilters: filters))
+        }) { result in
+            if authChanged.isSet { observers.notify() }
             completion(result.mapError { error in (error as? SQLiteError).map(Self.domainError) ?? error })
         }
     }
@@ -146,9 +155,36 @@ package final class SQLiteIdentityStore: IdentityStore {
     /// Blocking write, for the CLI and tests.
     package func write<T: Sendable>(_ body: @escaping @Sendable (any IdentityWriteContext) throws -> T) throws -> T {
         let (purge, onError, filters) = (self.purge, self.onError, self.webhookFilters)
+        let authChanged = AuthChangeFlag()
+        defer { if authChanged.isSet { authObservers.notify() } }
         return try writer.write { db in
-            try body(SQLiteContext(db: db, onRetire: purge.request, onSkipped: onError, webhookFilters: filters))
+            try body(
+                SQLiteContext(
+                    db: db, onRetire: purge.request, onSkipped: onError, onAuthChange: authChanged.set,
+                    webhookFilters: filters))
         }
+    }
+
+    // MARK: - Lifecycle, auth changes
+
+    package func onAuthenticationChange(_ handler: @escaping @Sendable () -> Void) {
+        authObservers.add(handler)
+    }
+
+    /// Checkpoints the WAL in the background every second.
+    package func startMaintenance() throws {
+        try writer.checkpointInBackground(every: .seconds(1))
+    }
+
+    package func checkReady() throws {
+        _ = try read { ctx in try ctx.workspaceExists(id: "") }
+    }
+
+    package func gauges() -> [(name: String, value: Double)] {
+        [
+            ("buzzkit_snapshot_cache_entries", Double(cachedSnapshotCount)),
+            ("buzzkit_database_bytes", Double(fileSize(path) + fileSize(path + "-wal"))),
+        ]
     }
 
     /// Drains queued writes, checkpoints and closes every connection.
@@ -158,6 +194,28 @@ package final class SQLiteIdentityStore: IdentityStore {
         readers.close()
         writer.close()
     }
+}
+
+/// Set on the writer thread while a job runs, read in its completion (which the writer runs
+/// after the job's group committed): whether the job wrote a workspace, tenant or key.
+private final class AuthChangeFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+    @Sendable func set() { value.store(true, ordering: .relaxed) }
+    var isSet: Bool { value.load(ordering: .relaxed) }
+}
+
+/// The handlers of ``SQLiteIdentityStore/onAuthenticationChange(_:)``.
+private final class AuthObservers: Sendable {
+    private let handlers = Mutex<[@Sendable () -> Void]>([])
+    func add(_ handler: @escaping @Sendable () -> Void) { handlers.withLock { $0.append(handler) } }
+    func notify() {
+        for handler in handlers.withLock({ $0 }) { handler() }
+    }
+}
+
+private func fileSize(_ path: String) -> Int {
+    var info = stat()
+    return stat(path, &info) == 0 ? Int(info.st_size) : 0
 }
 
 /// `7` → `0007`, as migration files are numbered.

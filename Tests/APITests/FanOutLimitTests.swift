@@ -13,8 +13,8 @@ import Testing
         "anon_" + String((person + String(repeating: "0", count: 21)).prefix(21))
     }
 
-    @Test func maxAliasesIsASettingWithItsDefault() throws {
-        let app = try InProcessApp()
+    @Test(arguments: StoreKind.available) func maxAliasesIsASettingWithItsDefault(_ store: StoreKind) throws {
+        let app = try InProcessApp(store: store)
         defer { app.close() }
         let tenant = try app.createTenant()
         let settings = try app.send("GET", "/v1/tenant", headers: tenant.backend)
@@ -29,8 +29,8 @@ import Testing
         #expect(patched.tenant?["maxAliases"] as? Int == 3)
     }
 
-    @Test func mergesPastTheCapAreRefusedAndCounted() throws {
-        let app = try InProcessApp()
+    @Test(arguments: StoreKind.available) func mergesPastTheCapAreRefusedAndCounted(_ store: StoreKind) throws {
+        let app = try InProcessApp(store: store)
         defer { app.close() }
         let tenant = try app.createTenant()
         expectOK(try app.send("PATCH", "/v1/tenant", json: ["maxAliases": 3], headers: tenant.backend))
@@ -78,7 +78,7 @@ import Testing
     /// Seeds `externalID` straight in SQL with `aliases` ids and `events` events, as months of
     /// traffic would leave it.
     private func seed(_ app: InProcessApp, tenantID: String, externalID: String, aliases: Int, events: Int) throws {
-        let db = try Database(path: app.directory.appendingPathComponent("db.sqlite").path)
+        let db = try Database(path: app.database)
         defer { db.close() }
         try db.transaction {
             let key = try #require(
@@ -114,9 +114,9 @@ import Testing
         /// Steps the writer's statements ran for the requests `body` sends (VM steps are exact,
         /// so the comparison does not depend on the machine's load).
         func writerSteps(_ body: () throws -> Void) throws -> Int {
-            let before = try app.store.writer.write { db in db.cachedStatementSteps }
+            let before = try (app.store as! SQLiteIdentityStore).writer.write { db in db.cachedStatementSteps }
             try body()
-            return try app.store.writer.write { db in db.cachedStatementSteps } - before
+            return try (app.store as! SQLiteIdentityStore).writer.write { db in db.cachedStatementSteps } - before
         }
         func writes(to person: String, round: Int) throws {
             // Not a merge: its alias count (bounded by maxAliases) is the one read that may scale.

@@ -11,7 +11,8 @@ import Testing
         return try #require(response.data?["keys"] as? [[String: Any]])
     }
 
-    @Test func listsTheTenantsKeysWithoutTheirSecret() throws {
+    @Test(arguments: StoreKind.available) func listsTheTenantsKeysWithoutTheirSecret(_ store: StoreKind) throws {
+        try use(store)
         let listed = try keys()
         #expect(listed.count == 2)
         #expect(Set(listed.compactMap { $0["kind"] as? String }) == ["secret", "client"])
@@ -28,7 +29,8 @@ import Testing
         #expect(try keys(tenant.workspace(app.workspaceKey)).count == 2)
     }
 
-    @Test func aNewClientKeyReplacesALeakedOne() throws {
+    @Test(arguments: StoreKind.available) func aNewClientKeyReplacesALeakedOne(_ store: StoreKind) throws {
+        try use(store)
         let created = try app.send("POST", "/v1/keys", json: ["kind": "client"], headers: tenant.backend)
         expectOK(created, 201)
         let newKey = try #require(created.data?["apiKey"] as? String)
@@ -62,7 +64,8 @@ import Testing
         expectError(try app.send("DELETE", "/v1/keys/\(leakedID)", headers: tenant.backend), 404, "not_found")
     }
 
-    @Test func aSecretKeyCanRevokeItself() throws {
+    @Test(arguments: StoreKind.available) func aSecretKeyCanRevokeItself(_ store: StoreKind) throws {
+        try use(store)
         let created = try app.send("POST", "/v1/keys", json: ["kind": "secret"], headers: tenant.backend)
         let newSecret = try #require(created.data?["apiKey"] as? String)
         #expect(newSecret.hasPrefix("bk_secret_"))
@@ -74,7 +77,8 @@ import Testing
         #expect(try keys(["Authorization": "Bearer \(newSecret)"]).count == 3)
     }
 
-    @Test func badRequestsAreRefused() throws {
+    @Test(arguments: StoreKind.available) func badRequestsAreRefused(_ store: StoreKind) throws {
+        try use(store)
         for body: [String: Any] in [[:], ["kind": "workspace"], ["kind": "admin"], ["kind": "client", "name": "x"]] {
             expectError(try app.send("POST", "/v1/keys", json: body, headers: tenant.backend), 400, "invalid_request")
         }

@@ -28,7 +28,8 @@ import Testing
         ("DELETE", "/v1/keys/key_nothing", nil),
     ]
 
-    @Test func clientKeyMayCallAppRoutesOnly() throws {
+    @Test(arguments: StoreKind.available) func clientKeyMayCallAppRoutesOnly(_ store: StoreKind) throws {
+        try use(store)
         expectOK(try appCall(tenant.app))
         for call in backendCalls {
             expectError(try app.send(call.method, call.path, json: call.json, headers: tenant.app), 403, "forbidden")
@@ -36,7 +37,8 @@ import Testing
         expectError(try app.send("POST", "/v1/tenants", json: ["name": "x"], headers: tenant.app), 403, "forbidden")
     }
 
-    @Test func secretKeyMayCallAppAndBackendRoutes() throws {
+    @Test(arguments: StoreKind.available) func secretKeyMayCallAppAndBackendRoutes(_ store: StoreKind) throws {
+        try use(store)
         expectOK(try appCall(tenant.backend))
         expectOK(try app.send("GET", "/v1/subscribers", headers: tenant.backend))
         expectOK(
@@ -45,7 +47,8 @@ import Testing
         expectError(try app.send("POST", "/v1/tenants", json: ["name": "x"], headers: tenant.backend), 403, "forbidden")
     }
 
-    @Test func workspaceKeyNeedsItsOwnTenant() throws {
+    @Test(arguments: StoreKind.available) func workspaceKeyNeedsItsOwnTenant(_ store: StoreKind) throws {
+        try use(store)
         let bare = ["Authorization": "Bearer \(app.workspaceKey)"]
         expectError(try appCall(bare), 400, "tenant_required")
         expectError(try app.send("GET", "/v1/subscribers", headers: bare), 400, "tenant_required")
@@ -71,7 +74,10 @@ import Testing
         #expect(read.tenant?["id"] as? String == tenant.id)
     }
 
-    @Test func workspaceKeyCreatesTenantsAndTheirKeysAreShownOnce() throws {
+    @Test(arguments: StoreKind.available) func workspaceKeyCreatesTenantsAndTheirKeysAreShownOnce(_ store: StoreKind)
+        throws
+    {
+        try use(store)
         let created = try app.send(
             "POST", "/v1/tenants", json: ["name": "globex"], headers: ["Authorization": "Bearer \(app.workspaceKey)"])
         expectOK(created, 201)
@@ -120,7 +126,8 @@ import Testing
         expectError(try app.send("POST", "/v1/tenants", json: ["name": "x"], headers: headers), 401, "unauthorized")
     }
 
-    @Test func aKeyWithAnotherKindsPrefixIsUnauthorized() throws {
+    @Test(arguments: StoreKind.available) func aKeyWithAnotherKindsPrefixIsUnauthorized(_ store: StoreKind) throws {
+        try use(store)
         let random = String(tenant.secretKey.dropFirst("bk_secret_".count))
         expectError(try appCall(["Authorization": "Bearer bk_client_\(random)"]), 401, "unauthorized")
         let changed = String(tenant.secretKey.dropLast()) + (tenant.secretKey.hasSuffix("A") ? "B" : "A")
@@ -132,7 +139,8 @@ import Testing
         expectError(try appCall(["Authorization": "Bearerx\(tenant.secretKey)"]), 401, "unauthorized")
     }
 
-    @Test func revokedKeysAreUnauthorized() throws {
+    @Test(arguments: StoreKind.available) func revokedKeysAreUnauthorized(_ store: StoreKind) throws {
+        try use(store)
         try app.revoke(key: tenant.clientKey)
         expectError(try appCall(tenant.app), 401, "unauthorized")
         expectOK(try appCall(tenant.backend))

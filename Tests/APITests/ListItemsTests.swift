@@ -1,4 +1,5 @@
 import Foundation
+import Postgres
 import SQLite
 import TestSupport
 import Testing
@@ -6,8 +7,8 @@ import Testing
 /// API.md §5: every item of `GET /v1/subscribers` is the subscriber of §4, and a damaged row is
 /// a 500, never an item with made-up values or a shorter page.
 @Suite struct ListItemsTests {
-    @Test func everyItemIsTheWholeSubscriber() throws {
-        let app = try InProcessApp()
+    @Test(arguments: StoreKind.available) func everyItemIsTheWholeSubscriber(_ store: StoreKind) throws {
+        let app = try InProcessApp(store: store)
         defer { app.close() }
         let tenant = try app.createTenant()
         let anon = "anon_" + String(repeating: "L", count: 21)
@@ -53,7 +54,7 @@ import Testing
         let tenant = try app.createTenant()
         expectOK(try app.send("PUT", "/v1/subscribers/ada", json: [:], headers: tenant.backend), 201)
         expectOK(try app.send("PUT", "/v1/subscribers/bob", json: [:], headers: tenant.backend), 201)
-        let db = try Database(path: app.directory.appendingPathComponent("db.sqlite").path)
+        let db = try Database(path: app.database)
         defer { db.close() }
         try db.execute("UPDATE subscribers SET email_subscribed = 'no' WHERE id = 'bob'", [])
         expectError(try app.send("GET", "/v1/subscribers", headers: tenant.backend), 500, "internal_error")
@@ -66,6 +67,29 @@ import Testing
         ]
         expectOK(try app.send("POST", "/v1/events", json: events, headers: tenant.backend))
         expectOK(try app.send("GET", "/v1/subscribers/ada/events", headers: tenant.backend))
+        try db.execute("UPDATE events SET properties = '{\"a\":' WHERE client_id = '1'", [])
+        expectError(try app.send("GET", "/v1/subscribers/ada/events", headers: tenant.backend), 500, "internal_error")
+    }
+
+    /// The same on PostgreSQL, whose column types rule out a text boolean: damaged JSON instead.
+    @Test(.enabled(if: PostgresTestDatabase.isAvailable, "BUZZKIT_TEST_POSTGRES_URL is not set"))
+    func aDamagedPostgresRowIsAServerErrorNotADefault() throws {
+        let app = try InProcessApp(store: .postgres)
+        defer { app.close() }
+        let tenant = try app.createTenant()
+        expectOK(try app.send("PUT", "/v1/subscribers/ada", json: [:], headers: tenant.backend), 201)
+        expectOK(
+            try app.send("PUT", "/v1/subscribers/bob", json: ["attributes": ["plan": "pro"]], headers: tenant.backend),
+            201)
+        let events: [String: Any] = [
+            "subscriberId": "ada", "events": [["id": "1", "name": "open", "properties": ["a": 1]]],
+        ]
+        expectOK(try app.send("POST", "/v1/events", json: events, headers: tenant.backend))
+        let db = try Connection(url: app.database)
+        try db.execute("UPDATE attributes SET value = '{\"plan\":' WHERE name = 'plan'", [])
+        expectError(try app.send("GET", "/v1/subscribers", headers: tenant.backend), 500, "internal_error")
+        expectError(try app.send("GET", "/v1/subscribers/bob", headers: tenant.backend), 500, "internal_error")
+        expectOK(try app.send("GET", "/v1/subscribers/ada", headers: tenant.backend))
         try db.execute("UPDATE events SET properties = '{\"a\":' WHERE client_id = '1'", [])
         expectError(try app.send("GET", "/v1/subscribers/ada/events", headers: tenant.backend), 500, "internal_error")
     }

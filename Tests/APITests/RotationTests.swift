@@ -45,7 +45,8 @@ import Testing
         return response
     }
 
-    @Test func getReturnsTheCurrentSecret() throws {
+    @Test(arguments: StoreKind.available) func getReturnsTheCurrentSecret(_ store: StoreKind) throws {
+        try use(store)
         let before = try currentSecret()
         #expect(before.data?["identitySecret"] as? String == tenant.identitySecret)
         #expect(before.data?["previousExpiresAt"] == nil)
@@ -61,7 +62,8 @@ import Testing
         expectError(try app.send("POST", "/v1/tenant/identity-secret/rotate", headers: tenant.app), 403, "forbidden")
     }
 
-    @Test func bothSecretsVerifyForTwentyFourHours() throws {
+    @Test(arguments: StoreKind.available) func bothSecretsVerifyForTwentyFourHours(_ store: StoreKind) throws {
+        try use(store)
         let old = tenant.identitySecret
         #expect(try verifies(old))
         let expected = time(plus: Self.day)
@@ -84,7 +86,9 @@ import Testing
         #expect(try currentSecret().data?["previousExpiresAt"] == nil)
     }
 
-    @Test func aSecondRotationInsideTheWindowRetiresTheOldest() throws {
+    @Test(arguments: StoreKind.available) func aSecondRotationInsideTheWindowRetiresTheOldest(_ store: StoreKind) throws
+    {
+        try use(store)
         let first = tenant.identitySecret
         let second = try rotate()
         app.clock.advance(byMillis: 3_600_000)
@@ -100,7 +104,10 @@ import Testing
         #expect(try verifies(third.secret))
     }
 
-    @Test func aProofMadeWithARetiredSecretIsRefusedEvenForAVerifiedUser() throws {
+    @Test(arguments: StoreKind.available) func aProofMadeWithARetiredSecretIsRefusedEvenForAVerifiedUser(
+        _ store: StoreKind
+    ) throws {
+        try use(store)
         let old = tenant.identitySecret
         #expect(try verifies(old, user: "user_1"))
         _ = try rotate()

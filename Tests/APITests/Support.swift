@@ -40,14 +40,23 @@ extension TestTenant {
 }
 
 /// One in-process application with one tenant, closed with the suite: the common fixture of the
-/// suites that exercise a single tenant.
+/// suites that exercise a single tenant. A test that runs on every store starts with
+/// `try use(store)` (Swift Testing makes a new suite instance per argument).
 class TenantSuite {
-    let app: InProcessApp
-    let tenant: TestTenant
+    var app: InProcessApp
+    var tenant: TestTenant
 
-    init() throws {
-        app = try InProcessApp()
+    init(_ store: StoreKind = .sqlite) throws {
+        app = try InProcessApp(store: store)
         tenant = try app.createTenant()
     }
     deinit { app.close() }
+
+    /// Moves this test onto a fresh app over `store` (the SQLite one made by `init` is closed).
+    func use(_ store: StoreKind) throws {
+        guard store != .sqlite else { return }
+        app.close()
+        app = try InProcessApp(store: store)
+        tenant = try app.createTenant()
+    }
 }

@@ -5,16 +5,28 @@ import Testing
 /// A key of tenant A never reaches, changes or reveals anything of tenant B (API.md §1), on
 /// every route. B is filled first; A then uses B's ids, device ids and tokens.
 @Suite final class TenantIsolationTests {
-    let app: InProcessApp
-    let a: TestTenant
-    let b: TestTenant
+    var app: InProcessApp
+    var a: TestTenant
+    var b: TestTenant
     /// B's anonymous subscriber, with two events.
     let anonB = newAnonymousID()
 
     init() throws {
-        app = try InProcessApp()
-        a = try app.createTenant(name: "a")
-        b = try app.createTenant(name: "b")
+        (app, a, b) = try Self.fixture(.sqlite, anonB: anonB)
+    }
+
+    /// Moves this test onto a fresh app over `store` (the SQLite one made by `init` is closed).
+    func use(_ store: StoreKind) throws {
+        guard store != .sqlite else { return }
+        app.close()
+        (app, a, b) = try Self.fixture(store, anonB: anonB)
+    }
+
+    /// An app with tenants A and B, B filled first.
+    private static func fixture(_ store: StoreKind, anonB: String) throws -> (InProcessApp, TestTenant, TestTenant) {
+        let app = try InProcessApp(store: store)
+        let a = try app.createTenant(name: "a")
+        let b = try app.createTenant(name: "b")
         // B: an identified user with attributes, events, a device, preferences; an anonymous one.
         expectOK(
             try app.send("PUT", "/v1/subscribers/user_1", json: ["attributes": ["plan": "pro"]], headers: b.backend),
@@ -34,6 +46,7 @@ import Testing
                 "POST", "/v1/events",
                 json: ["subscriberId": anonB, "events": [["id": "e1", "name": "a"], ["id": "e2", "name": "b"]]],
                 headers: b.app))
+        return (app, a, b)
     }
     deinit { app.close() }
 
@@ -59,7 +72,8 @@ import Testing
         return parts.joined(separator: "\n")
     }
 
-    @Test func readsAnswerExactlyAsForAnIdThatDoesNotExist() throws {
+    @Test(arguments: StoreKind.available) func readsAnswerExactlyAsForAnIdThatDoesNotExist(_ store: StoreKind) throws {
+        try use(store)
         let before = try snapshot()
         for headers in [a.backend, a.workspace(app.workspaceKey)] {
             for (existing, absent) in [("user_1", "user_never"), (anonB, newAnonymousID())] {
@@ -75,7 +89,8 @@ import Testing
         #expect(try snapshot() == before)
     }
 
-    @Test func deleteAndMergeCannotReachTheOtherTenant() throws {
+    @Test(arguments: StoreKind.available) func deleteAndMergeCannotReachTheOtherTenant(_ store: StoreKind) throws {
+        try use(store)
         let before = try snapshot()
         let deleteThere = try app.send("DELETE", "/v1/subscribers/user_1", headers: a.backend)
         let deleteNowhere = try app.send("DELETE", "/v1/subscribers/user_never", headers: a.backend)
@@ -104,7 +119,8 @@ import Testing
         #expect(try bView(anonB)["anonymous"] as? Bool == true)
     }
 
-    @Test func listsShowOnlyTheirOwnTenant() throws {
+    @Test(arguments: StoreKind.available) func listsShowOnlyTheirOwnTenant(_ store: StoreKind) throws {
+        try use(store)
         expectOK(try app.send("PUT", "/v1/subscribers/user_a", json: [String: Any](), headers: a.backend), 201)
         for headers in [a.backend, a.workspace(app.workspaceKey)] {
             for query in ["", "?anonymous=true", "?anonymous=false", "?verified=false", "?limit=1000"] {
@@ -121,7 +137,10 @@ import Testing
         #expect(stats["identifiedSubscribers"] as? Int == 1)
     }
 
-    @Test func writesWithTheOtherTenantsIdsMakeTheirOwnSubscribers() throws {
+    @Test(arguments: StoreKind.available) func writesWithTheOtherTenantsIdsMakeTheirOwnSubscribers(_ store: StoreKind)
+        throws
+    {
+        try use(store)
         let before = try snapshot()
         // The backend upsert creates A's own user_1.
         let upsert = try app.send(
@@ -148,7 +167,10 @@ import Testing
         #expect(try snapshot() == before)
     }
 
-    @Test func identifyWithTheOtherTenantsAnonymousIdCreatesItsOwnSubscriber() throws {
+    @Test(arguments: StoreKind.available) func identifyWithTheOtherTenantsAnonymousIdCreatesItsOwnSubscriber(
+        _ store: StoreKind
+    ) throws {
+        try use(store)
         let before = try snapshot()
         let identify = try app.send(
             "POST", "/v1/identify", json: ["externalId": "user_1", "anonymousId": anonB], headers: a.app)
@@ -163,7 +185,9 @@ import Testing
         #expect(try bView(anonB)["anonymous"] as? Bool == true)
     }
 
-    @Test func pushRegistrationsInOneTenantLeaveTheOtherAlone() throws {
+    @Test(arguments: StoreKind.available) func pushRegistrationsInOneTenantLeaveTheOtherAlone(_ store: StoreKind) throws
+    {
+        try use(store)
         let before = try snapshot()
         // Same device id and same token in A: B's registration stays where it is.
         let anonA = newAnonymousID()
@@ -191,7 +215,8 @@ import Testing
         #expect(push.first?["platform"] as? String == "ios")
     }
 
-    @Test func tenantSettingsSecretsAndKeysStayApart() throws {
+    @Test(arguments: StoreKind.available) func tenantSettingsSecretsAndKeysStayApart(_ store: StoreKind) throws {
+        try use(store)
         expectOK(try app.send("PATCH", "/v1/tenant", json: ["requireVerification": true], headers: a.backend))
         expectOK(try app.send("POST", "/v1/tenant/identity-secret/rotate", headers: a.backend))
         let bTenant = try #require(try app.send("GET", "/v1/tenant", headers: b.backend).tenant)
@@ -224,7 +249,8 @@ import Testing
                 headers: b.app))
     }
 
-    @Test func aTenantHeaderDoesNotMoveATenantKey() throws {
+    @Test(arguments: StoreKind.available) func aTenantHeaderDoesNotMoveATenantKey(_ store: StoreKind) throws {
+        try use(store)
         // Secret and client keys belong to one tenant; BuzzKit-Tenant naming another is ignored.
         var headers = a.backend
         headers["BuzzKit-Tenant"] = b.id

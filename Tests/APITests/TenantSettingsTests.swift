@@ -4,14 +4,22 @@ import Testing
 
 /// `GET` and `PATCH /v1/tenant` (API.md §5).
 @Suite final class TenantSettingsTests {
-    let app: InProcessApp
-    let tenant: TestTenant
+    var app: InProcessApp
+    var tenant: TestTenant
 
     init() throws {
         app = try InProcessApp()
         tenant = try app.createTenant(name: "acme")
     }
     deinit { app.close() }
+
+    /// Moves this test onto a fresh app over `store`.
+    func use(_ store: StoreKind) throws {
+        guard store != .sqlite else { return }
+        app.close()
+        app = try InProcessApp(store: store)
+        tenant = try app.createTenant(name: "acme")
+    }
 
     func read() throws -> [String: Any] {
         let response = try app.send("GET", "/v1/tenant", headers: tenant.backend)
@@ -27,7 +35,8 @@ import Testing
         (try read()["stats"] as? [String: Any] ?? [:]).compactMapValues { $0 as? Int }
     }
 
-    @Test func defaults() throws {
+    @Test(arguments: StoreKind.available) func defaults(_ store: StoreKind) throws {
+        try use(store)
         let view = try read()
         #expect(view["id"] as? String == tenant.id)
         #expect(view["name"] as? String == "acme")
@@ -46,7 +55,8 @@ import Testing
         }
     }
 
-    @Test func everyFieldIsSettable() throws {
+    @Test(arguments: StoreKind.available) func everyFieldIsSettable(_ store: StoreKind) throws {
+        try use(store)
         let changes: [String: Any] = [
             "requireVerification": true, "allowAnonymous": false, "emailProviderConnected": true,
             "protectedAttributes": ["plan", "tier"], "blockedExternalIds": ["test_user"],
@@ -80,7 +90,8 @@ import Testing
         #expect((try read()["protectedAttributes"] as? [Any])?.isEmpty == true)
     }
 
-    @Test func settingsTakeEffect() throws {
+    @Test(arguments: StoreKind.available) func settingsTakeEffect(_ store: StoreKind) throws {
+        try use(store)
         expectOK(
             try patch([
                 "protectedAttributes": ["plan"], "blockedExternalIds": ["test_user"], "emailProviderConnected": true,
@@ -132,13 +143,15 @@ import Testing
         #expect((view["attributeLimits"] as? [String: Any])?["maxKeys"] as? Int == 100)
     }
 
-    @Test func malformedBodiesAreRefused() throws {
+    @Test(arguments: StoreKind.available) func malformedBodiesAreRefused(_ store: StoreKind) throws {
+        try use(store)
         let headers = tenant.backend.merging(["Content-Type": "application/json"]) { $1 }
         expectError(app.send("PATCH", "/v1/tenant", body: Array("{".utf8), headers: headers), 400, "invalid_json")
         expectError(app.send("PATCH", "/v1/tenant", body: Array("[]".utf8), headers: headers), 400, "invalid_json")
     }
 
-    @Test func countsMoveAsExpected() throws {
+    @Test(arguments: StoreKind.available) func countsMoveAsExpected(_ store: StoreKind) throws {
+        try use(store)
         #expect(try stats() == ["identifiedSubscribers": 0, "verifiedSubscribers": 0, "unverifiedAppCalls24h": 0])
 
         // Anonymous app calls are not what verification is about: they stay out of every count.

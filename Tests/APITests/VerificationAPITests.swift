@@ -21,7 +21,8 @@ import Testing
 
     // MARK: - Proofs on identify
 
-    @Test func validHashVerifies() throws {
+    @Test(arguments: StoreKind.available) func validHashVerifies(_ store: StoreKind) throws {
+        try use(store)
         let response = try identify(["externalId": "user_42", "identityHash": tenant.identityHash("user_42")])
         expectOK(response)
         #expect(response.subscriber?["verified"] as? Bool == true)
@@ -29,13 +30,15 @@ import Testing
         expectOK(try identify(["externalId": "user_42", "identityHash": tenant.identityHash("user_42").uppercased()]))
     }
 
-    @Test func unprovenIdentifyIsUnverified() throws {
+    @Test(arguments: StoreKind.available) func unprovenIdentifyIsUnverified(_ store: StoreKind) throws {
+        try use(store)
         let response = try identify(["externalId": "user_42"])
         expectOK(response)
         #expect(response.subscriber?["verified"] as? Bool == false)
     }
 
-    @Test func wrongHashIsRefusedAndChangesNothing() throws {
+    @Test(arguments: StoreKind.available) func wrongHashIsRefusedAndChangesNothing(_ store: StoreKind) throws {
+        try use(store)
         let anon = newAnonymousID()
         expectOK(
             try app.send(
@@ -56,7 +59,8 @@ import Testing
         #expect(anonView.subscriber?["eventCount"] as? Int == 1)
     }
 
-    @Test func aWrongProofIsRefusedEvenWhereNoneIsNeeded() throws {
+    @Test(arguments: StoreKind.available) func aWrongProofIsRefusedEvenWhereNoneIsNeeded(_ store: StoreKind) throws {
+        try use(store)
         // A backend key needs no proof, but one that is sent must be right.
         expectError(
             try identify(
@@ -64,7 +68,8 @@ import Testing
             401, "invalid_identity_hash")
     }
 
-    @Test func aProofForOneUserIsRefusedForAnother() throws {
+    @Test(arguments: StoreKind.available) func aProofForOneUserIsRefusedForAnother(_ store: StoreKind) throws {
+        try use(store)
         let forA = tenant.identityHash("user_a")
         expectError(try identify(["externalId": "user_b", "identityHash": forA]), 401, "invalid_identity_hash")
         let tokenForA = TestTokens.valid(subject: "user_a", nowMillis: nowMillis, secret: tenant.identitySecret)
@@ -81,7 +86,8 @@ import Testing
 
     // MARK: - Tokens
 
-    @Test func validTokenVerifies() throws {
+    @Test(arguments: StoreKind.available) func validTokenVerifies(_ store: StoreKind) throws {
+        try use(store)
         for claims: [String: Any] in [
             ["sub": "user_42", "exp": nowMillis / 1000 + 3600],
             ["userId": "user_42", "exp": nowMillis / 1000 + 3600],
@@ -94,7 +100,8 @@ import Testing
         }
     }
 
-    @Test func expiredTokenIsRefused() throws {
+    @Test(arguments: StoreKind.available) func expiredTokenIsRefused(_ store: StoreKind) throws {
+        try use(store)
         let token = TestTokens.valid(
             subject: "user_42", nowMillis: nowMillis, expiresIn: 60, secret: tenant.identitySecret)
         expectOK(try identify(["externalId": "user_42", "identityToken": token]))
@@ -145,7 +152,8 @@ import Testing
         ]
     }
 
-    @Test func badTokensAreRefused() throws {
+    @Test(arguments: StoreKind.available) func badTokensAreRefused(_ store: StoreKind) throws {
+        try use(store)
         for (name, token) in badTokens() {
             let response = try identify(["externalId": "user_42", "identityToken": token])
             #expect(response.status == 401, "\(name)")
@@ -192,7 +200,10 @@ import Testing
         ].compactMap { name, response in response.map { (name, $0) } }
     }
 
-    @Test func requireVerificationRefusesUnprovenAppCallsOnExternalIDs() throws {
+    @Test(arguments: StoreKind.available) func requireVerificationRefusesUnprovenAppCallsOnExternalIDs(
+        _ store: StoreKind
+    ) throws {
+        try use(store)
         try setting(["requireVerification": true])
         // Unknown and known (created by the backend) external ids alike.
         expectOK(try app.send("PUT", "/v1/subscribers/user_known", json: [String: Any](), headers: tenant.backend), 201)
@@ -209,7 +220,8 @@ import Testing
         }
     }
 
-    @Test func proofHeadersAuthorizeLaterAppCalls() throws {
+    @Test(arguments: StoreKind.available) func proofHeadersAuthorizeLaterAppCalls(_ store: StoreKind) throws {
+        try use(store)
         try setting(["requireVerification": true])
         let token = TestTokens.valid(subject: "user_t", nowMillis: nowMillis, secret: tenant.identitySecret)
         let cases: [(String, [String: String])] = [
@@ -232,7 +244,8 @@ import Testing
             401, "invalid_identity_token")
     }
 
-    @Test func onceVerifiedAlwaysVerified() throws {
+    @Test(arguments: StoreKind.available) func onceVerifiedAlwaysVerified(_ store: StoreKind) throws {
+        try use(store)
         // requireVerification is off (the default).
         expectOK(try identify(["externalId": "user_v", "identityHash": tenant.identityHash("user_v")]))
         for (name, response) in try appCalls(naming: "user_v", headers: tenant.app) {
@@ -257,7 +270,8 @@ import Testing
                 "PATCH", "/v1/subscribers/user_u/attributes", json: ["attributes": ["a": 1]], headers: tenant.app))
     }
 
-    @Test func backendKeysNeedNoProof() throws {
+    @Test(arguments: StoreKind.available) func backendKeysNeedNoProof(_ store: StoreKind) throws {
+        try use(store)
         try setting(["requireVerification": true])
         expectOK(try identify(["externalId": "user_v", "identityHash": tenant.identityHash("user_v")]))
         for headers in [tenant.backend, tenant.workspace(app.workspaceKey)] {
@@ -270,7 +284,8 @@ import Testing
         #expect(try backendView("user_b").subscriber?["verified"] as? Bool == false)
     }
 
-    @Test func allowAnonymousOffRefusesUnseenAnonymousIDs() throws {
+    @Test(arguments: StoreKind.available) func allowAnonymousOffRefusesUnseenAnonymousIDs(_ store: StoreKind) throws {
+        try use(store)
         let known = newAnonymousID()
         expectOK(
             try app.send(

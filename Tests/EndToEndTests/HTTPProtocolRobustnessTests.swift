@@ -164,21 +164,21 @@ final class HTTPProtocolRobustnessTests: XCTestCase {
         let baselineSockets = openSockets(pid)
 
         let malformed: [String] = [
-            "POST /v1/events HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
-            "GET /healthz HTTP/1.1\r\nX-A: b\r\n  c\r\n\r\n",
+            "POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            "GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: b\r\n  c\r\n\r\n",
             "GET /healthz HTTP/1.1\nHost: x\n\n",
-            "POST /v1/events HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            "POST /v1/events HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
             "GET /\(String(repeating: "a", count: 10_000)) HTTP/1.1\r\n\r\n",
-            "GET /healthz HTTP/1.1\r\n\(String(repeating: "X-H: v\r\n", count: 500))\r\n",
-            "POST /v1/events HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n",
-            "POST /v1/events HTTP/1.1\r\nContent-Length: 20\r\n\r\n{\"a\"",  // then EOF mid-body
+            "GET /healthz HTTP/1.1\r\nHost: x\r\n\(String(repeating: "X-H: v\r\n", count: 500))\r\n",
+            "POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n\r\n",
+            "POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Length: 20\r\n\r\n{\"a\"",  // then EOF mid-body
             "GET /healthz HTTP/9.9\r\n\r\n",
             "\r\n\r\n\r\n",
-            "POST /v1/events HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 3\r\n\r\n{{{",
-            "POST /v1/events HTTP/1.1\r\nAuthorization: Bearer bk_client_nope\r\nContent-Length: 2\r\n\r\n{}",
-            "GET /v1/subscribers/%ff%fe%00 HTTP/1.1\r\n\r\n",
-            "PATCH /healthz HTTP/1.1\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
-            "POST /v1/events HTTP/1.1\r\nContent-Encoding: gzip\r\nContent-Length: 10\r\n\r\n0123456789",
+            "POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 3\r\n\r\n{{{",
+            "POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer bk_client_nope\r\nContent-Length: 2\r\n\r\n{}",
+            "GET /v1/subscribers/%ff%fe%00 HTTP/1.1\r\nHost: x\r\n\r\n",
+            "PATCH /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
+            "POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\nContent-Length: 10\r\n\r\n0123456789",
             "GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n",  // then EOF
         ]
         // 3000 connections, each with 1 to 3 bad requests in one write: every connection's first

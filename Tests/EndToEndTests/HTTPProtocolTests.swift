@@ -79,6 +79,14 @@ final class HTTPProtocolTests: XCTestCase {
             "invalid_json")
         assertErrorEnvelope(
             try c.send("POST", "/v1/events", body: Array("[1,2]".utf8), headers: headers), 400, "invalid_json")
+        // One body, one reading (API.md §2): a repeated member name, at the top or nested, is not JSON we read.
+        let repeated = #"{"events":[{"name":"a","name":"b"}]}"#
+        let duplicate = try c.send("POST", "/v1/events", body: Array(repeated.utf8), headers: headers)
+        assertErrorEnvelope(duplicate, 400, "invalid_json")
+        XCTAssertTrue(duplicate.text.contains("duplicate member name"), duplicate.text)
+        assertErrorEnvelope(
+            try c.send("POST", "/v1/events", body: Array(#"{"events":[],"events":[]}"#.utf8), headers: headers), 400,
+            "invalid_json")
         headers["Content-Type"] = "text/plain"
         assertErrorEnvelope(
             try c.send("POST", "/v1/events", body: Array("{}".utf8), headers: headers), 415, "unsupported_media_type")
@@ -349,6 +357,11 @@ final class HTTPProtocolTests: XCTestCase {
                 "not_implemented"
             ),
             ("missing Host", "GET /healthz HTTP/1.1\r\n\r\n", 400, "invalid_request"),
+            ("two Host fields", "GET /healthz HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", 400, "invalid_request"),
+            ("Host with a slash", "GET /healthz HTTP/1.1\r\nHost: local/host\r\n\r\n", 400, "invalid_request"),
+            ("Host with a space", "GET /healthz HTTP/1.1\r\nHost: local host\r\n\r\n", 400, "invalid_request"),
+            ("Host with an empty port", "GET /healthz HTTP/1.1\r\nHost: example.com:\r\n\r\n", 400, "invalid_request"),
+            ("Host IPv6 unclosed", "GET /healthz HTTP/1.1\r\nHost: [::1:8080\r\n\r\n", 400, "invalid_request"),
             ("HTTP/2.0", "GET /healthz HTTP/2.0\r\nHost: x\r\n\r\n", 505, "http_version_not_supported"),
         ]
         for (name, request, status, code) in cases {
@@ -362,5 +375,42 @@ final class HTTPProtocolTests: XCTestCase {
         }
         // The server is unharmed.
         XCTAssertEqual(try client().send("GET", "/healthz").status, 200)
+    }
+
+    /// RFC 9112 §3.2: the Host refusals say so (not some other 400), and valid forms are served.
+    func testHostIsCheckedAndValidFormsAreServed() throws {
+        for value in ["local/host", "a b", "example.com:", "x:99999"] {
+            let c = try client()
+            try c.write("GET /healthz HTTP/1.1\r\nHost: \(value)\r\n\r\n")
+            let refused = try c.readResponse()
+            assertErrorEnvelope(refused, 400, "invalid_request")
+            XCTAssertTrue(refused.text.contains("Host"), "\(value): \(refused.text)")
+            assertClosed(refused, c)
+        }
+        let c = try client()
+        for value in ["localhost", "127.0.0.1:8080", "[::1]:8080", "api.example.com", ""] {
+            try c.write("GET /healthz HTTP/1.1\r\nHost: \(value)\r\n\r\n")
+            XCTAssertEqual(try c.readResponse().status, 200, "Host: \(value)")
+        }
+        // HTTP/1.0 needs no Host.
+        let old = try client()
+        try old.write("GET /healthz HTTP/1.0\r\n\r\n")
+        XCTAssertEqual(try old.readResponse().status, 200)
+    }
+
+    /// API.md §10: a chunk whose size line alone is over the body limit (1 MiB here) is refused at
+    /// once, like an over-limit Content-Length, not after the 10 s header timeout.
+    func testDeclaredChunkOverTheLimitIs413AtOnce() throws {
+        let c = try HTTPClient(port: server.port, timeoutSeconds: 2)
+        try c.write(
+            "POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        let started = Date()
+        try c.write("40000000\r\n")
+        let refused = try c.readResponse()
+        let waited = Date().timeIntervalSince(started)
+        assertErrorEnvelope(refused, 413, "payload_too_large")
+        assertClosed(refused, c)
+        XCTAssertLessThan(waited, 1, "the 413 must not wait for the announced bytes")
     }
 }

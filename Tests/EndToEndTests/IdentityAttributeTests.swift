@@ -18,8 +18,8 @@ import Testing
         try s.backend("PATCH", "/v1/subscribers/\(pathID(id))/attributes", ["attributes": attributes])
     }
 
-    @Test func callsMergeAndNeverReplace() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func callsMergeAndNeverReplace(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let anon = newAnonymousID()
         #expect(try appPatch(s, anon, ["a": "text", "b": 1.5]).status == 200)
         #expect(try appPatch(s, anon, ["c": true, "d": [1, "two", NSNull()], "e": ["deep": ["x": 1]]]).status == 200)
@@ -38,8 +38,10 @@ import Testing
         #expect(try s.app("PATCH", "/v1/subscribers/ivy/attributes", [:]).errorCode == "invalid_request")
     }
 
-    @Test func backendNullRemovesAppNullOnBackendKeysIsIgnored() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func backendNullRemovesAppNullOnBackendKeysIsIgnored(_ store: StoreKind)
+        throws
+    {
+        let s = try IdentitySession(store)
         try s.backend("PUT", "/v1/subscribers/jo", ["attributes": ["tier": "gold", "region": "eu", "temp": 1]])
         #expect(try appPatch(s, "jo", ["mood": "happy", "scratch": 1]).status == 200)
 
@@ -68,8 +70,8 @@ import Testing
         #expect(try attributes(s, "jo").string("region") == "eu")
     }
 
-    @Test func protectedAttributesAreTheBackendsAlone() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func protectedAttributesAreTheBackendsAlone(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         try s.settings(["protectedAttributes": ["plan", "credits"]])
         let anon = newAnonymousID()
         let r = try appPatch(s, anon, ["plan": "enterprise", "color": "red"])
@@ -91,8 +93,8 @@ import Testing
         #expect(try attributes(s, "kai")["credits"] == nil)
     }
 
-    @Test func dollarKeysBelongToTheServer() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func dollarKeysBelongToTheServer(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let anon = newAnonymousID()
         try s.app(
             "PUT", "/v1/subscribers/\(anon)/push-subscriptions/d1",
@@ -115,8 +117,8 @@ import Testing
         #expect(try s.subscriber("lee") == nil)
     }
 
-    @Test func limitsRefuseTheWholeCallNamingTheKeys() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func limitsRefuseTheWholeCallNamingTheKeys(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let anon = newAnonymousID()
         try s.sendEvents(anon, [makeEvent("e")])
         let before = try #require(try s.subscriber(anon))
@@ -168,8 +170,8 @@ import Testing
         #expect(try attributes(s, anon).count == 101)
     }
 
-    @Test func tenantLimitsApply() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func tenantLimitsApply(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         try s.settings(["attributeLimits": ["maxKeys": 3, "maxKeyLength": 4, "maxValueBytes": 8]])
         #expect(try appPatch(s, "nia", ["abcd": "123456"]).status == 200)
         #expect(try appPatch(s, "nia", ["abcde": 1]).errorDetails?.strings("keys") == ["abcde"])
@@ -179,8 +181,8 @@ import Testing
         #expect(Set(try attributes(s, "nia").keys) == ["abcd", "b", "c"])
     }
 
-    @Test func theEmailAttributeIsAnAddress() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func theEmailAttributeIsAnAddress(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         try s.identify(["externalId": "pam", "email": "pam@example.com"])
         let before = try #require(try s.subscriber("pam"))
         for value in [42, ["x": 1], true, "not an address", ""] as [Any] {
@@ -206,8 +208,8 @@ import Testing
         #expect(removed.subscriber?.object("channels")?.isEmpty == true)
     }
 
-    @Test func aCallThatChangesNothingChangesNothing() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func aCallThatChangesNothingChangesNothing(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let anon = newAnonymousID()
         let values: JSONDict = [
             "s": "x", "n": 42, "f": 2.5, "b": false, "a": [1, 2, 3], "o": ["k": "v", "z": [true]],

@@ -52,8 +52,10 @@ import Testing
         return (answers.withLock { $0 }, errors)
     }
 
-    @Test func oneAnonymousIDIdentifiedAsManyPeopleAtOnceMergesOnce() throws {
-        let s = try IdentitySession(IdentityServers.heavy)
+    @Test(arguments: StoreKind.available) func oneAnonymousIDIdentifiedAsManyPeopleAtOnceMergesOnce(_ store: StoreKind)
+        throws
+    {
+        let s = try IdentitySession(IdentityServers.heavy(store))
         let anon = newAnonymousID()
         let before = (0..<20).map { makeEvent("pre-\($0)") }
         try s.sendEvents(anon, before)
@@ -84,8 +86,10 @@ import Testing
         #expect(try s.subscriber(winner)?.strings("aliases") == [anon])
     }
 
-    @Test func oneAnonymousIDRacingIntoExistingPeopleIsAbsorbedOnce() throws {
-        let s = try IdentitySession(IdentityServers.heavy)
+    @Test(arguments: StoreKind.available) func oneAnonymousIDRacingIntoExistingPeopleIsAbsorbedOnce(_ store: StoreKind)
+        throws
+    {
+        let s = try IdentitySession(IdentityServers.heavy(store))
         let people = (0..<10).map { "existing_\($0)" }
         for person in people { try s.backend("PUT", "/v1/subscribers/\(person)", ["attributes": [:]]) }
         let anon = newAnonymousID()
@@ -104,8 +108,8 @@ import Testing
         for person in people where person != winner { #expect(try s.timeline(person).isEmpty) }
     }
 
-    @Test func manyDevicesOfOnePersonIdentifyAtOnce() throws {
-        let s = try IdentitySession(IdentityServers.heavy)
+    @Test(arguments: StoreKind.available) func manyDevicesOfOnePersonIdentifyAtOnce(_ store: StoreKind) throws {
+        let s = try IdentitySession(IdentityServers.heavy(store))
         let devices = (0..<10).map { _ in newAnonymousID() }
         let shapes = Mutex<[String]>([])
         let duplicates = Mutex<Int>(0)
@@ -152,8 +156,10 @@ import Testing
         #expect(Set(markers.compactMap { $0.object("properties")?.string("from") }) == Set(devices))
     }
 
-    @Test func absorbingTenThousandEventsKeepsOrderTimestampsAndIds() throws {
-        let s = try IdentitySession(IdentityServers.heavy)
+    @Test(arguments: StoreKind.available) func absorbingTenThousandEventsKeepsOrderTimestampsAndIds(_ store: StoreKind)
+        throws
+    {
+        let s = try IdentitySession(IdentityServers.heavy(store))
         try s.backend("PUT", "/v1/subscribers/whale", ["attributes": ["plan": "pro"]])
         try s.sendEvents("whale", (0..<5).map { makeEvent("own-\($0)", timestamp: isoStamp($0, base: "2024-06-01")) })
         let anon = newAnonymousID()

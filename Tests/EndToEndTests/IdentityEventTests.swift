@@ -8,8 +8,8 @@ import Testing
         (0..<count).map { makeEvent("\(prefix)-\($0)", timestamp: isoStamp($0)) }
     }
 
-    @Test func fiveHundredIsTheMostACallCarries() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func fiveHundredIsTheMostACallCarries(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let anon = newAnonymousID()
         #expect(try s.sendEvents(anon, batch("ok", 500)) == (500, 0))
         let tooMany = try s.app("POST", "/v1/events", ["subscriberId": anon, "events": batch("big", 501)])
@@ -21,8 +21,8 @@ import Testing
         #expect(empty.errorCode == "invalid_request")
     }
 
-    @Test func aBatchIsAllOrNothing() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func aBatchIsAllOrNothing(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let anon = newAnonymousID()
         let fresh = newAnonymousID()
         try s.sendEvents(anon, [makeEvent("first")])
@@ -58,8 +58,8 @@ import Testing
         #expect(try s.subscriber(fresh) == nil, "a refused batch does not even create the subscriber")
     }
 
-    @Test func namesOfTheServerAreRefusedExceptSessions() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func namesOfTheServerAreRefusedExceptSessions(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let anon = newAnonymousID()
         let longest = String(repeating: "n", count: 128)
         #expect(
@@ -81,8 +81,8 @@ import Testing
         }
     }
 
-    @Test func clientIDsAreIdempotencyKeys() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func clientIDsAreIdempotencyKeys(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let anon = newAnonymousID()
         #expect(try s.sendEvents(anon, [makeEvent("e1"), makeEvent("e2")]) == (2, 0))
         #expect(try s.sendEvents(anon, [makeEvent("e1"), makeEvent("e2"), makeEvent("e3")]) == (1, 2))
@@ -95,8 +95,9 @@ import Testing
         #expect(try s.sendEvents(newAnonymousID(), [makeEvent("e1")]) == (1, 0))
     }
 
-    @Test func retriesThroughAnAliasAfterAMergeAreDuplicates() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func retriesThroughAnAliasAfterAMergeAreDuplicates(_ store: StoreKind) throws
+    {
+        let s = try IdentitySession(store)
         let renamed = newAnonymousID()
         let absorbed = newAnonymousID()
         try s.backend("PUT", "/v1/subscribers/pia", ["attributes": [:]])
@@ -119,8 +120,8 @@ import Testing
         #expect(try s.subscriber("pia")?.int("eventCount") == 3)
     }
 
-    @Test func gzipBodiesAndTheOneMebibyteLimit() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func gzipBodiesAndTheOneMebibyteLimit(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let anon = newAnonymousID()
         let body: JSONDict = ["subscriberId": anon, "events": batch("gz", 300)]
         let compressed = try gzip(Array(try JSONSerialization.data(withJSONObject: body)))
@@ -160,8 +161,8 @@ import Testing
         #expect(try s.subscriber(anon)?.int("eventCount") == 700)
     }
 
-    @Test func timelinePagesInSequenceOrder() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func timelinePagesInSequenceOrder(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let anon = newAnonymousID()
         try s.sendEvents(anon, batch("t", 12))
         try s.sendEvents(anon, (12..<25).map { makeEvent("t-\($0)") })
@@ -195,8 +196,8 @@ import Testing
         #expect(try s.backend("GET", "/v1/subscribers/\(newAnonymousID())/events").status == 404)
     }
 
-    @Test func timestampsAreKept() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func timestampsAreKept(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let anon = newAnonymousID()
         let before = Date()
         try s.sendEvents(

@@ -12,13 +12,21 @@ private let startedServerPIDs = Mutex<[Int32]>([])
 
 enum IdentityServers {
     /// Shared by the identity suites; each test makes its own tenant.
-    static let shared: TestServer = start()
+    static let shared: TestServer = start(.sqlite)
     /// For the load tests (races, 10,000 events), so their writes do not queue behind the rest.
-    static let heavy: TestServer = start()
+    static let heavyServer: TestServer = start(.sqlite)
+    /// The same two on PostgreSQL, started on first use (only when a test server is configured).
+    static let sharedPostgres: TestServer = start(.postgres)
+    static let heavyPostgres: TestServer = start(.postgres)
 
-    private static func start() -> TestServer {
+    /// The shared server on `kind`.
+    static func shared(_ kind: StoreKind) -> TestServer { kind == .postgres ? sharedPostgres : shared }
+    /// The load-test server on `kind`.
+    static func heavy(_ kind: StoreKind) -> TestServer { kind == .postgres ? heavyPostgres : heavyServer }
+
+    private static func start(_ kind: StoreKind) -> TestServer {
         do {
-            let server = try TestServer.start()
+            let server = try TestServer.start(store: kind)
             startedServerPIDs.withLock { pids in
                 if pids.isEmpty {
                     atexit {
@@ -46,6 +54,9 @@ final class IdentitySession {
 
     var server: TestServer { running!.server }
     var client: HTTPClient { running!.client }
+
+    /// A session on the shared server of `kind`.
+    convenience init(_ kind: StoreKind) throws { try self.init(IdentityServers.shared(kind)) }
 
     init(_ server: TestServer = IdentityServers.shared) throws {
         tenant = try server.createTenant(name: "identity-" + randomAlphanumerics(8))

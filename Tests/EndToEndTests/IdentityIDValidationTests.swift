@@ -49,8 +49,8 @@ import Testing
         #expect(merge.errorCode == "invalid_external_id", "merge \(id.debugDescription)")
     }
 
-    @Test func placeholdersAreRefusedInAnyCaseAndQuoted() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func placeholdersAreRefusedInAnyCaseAndQuoted(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let witness = try anonymousWitness(s)
         for placeholder in Self.placeholders {
             let variants = [
@@ -69,9 +69,9 @@ import Testing
         }
     }
 
-    @Test func tenantBlockedIdsAreRefusedOnlyInThatTenant() throws {
-        let s = try IdentitySession()
-        let other = try IdentitySession()
+    @Test(arguments: StoreKind.available) func tenantBlockedIdsAreRefusedOnlyInThatTenant(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
+        let other = try IdentitySession(store)
         try s.settings(["blockedExternalIds": ["test-user", "DemoUser"]])
         let witness = try anonymousWitness(s)
         for id in ["test-user", "TEST-USER", "demouser", "\"DemoUser\"", "'test-user'"] {
@@ -82,8 +82,8 @@ import Testing
         #expect(try other.backend("PUT", "/v1/subscribers/DemoUser", ["attributes": [:]]).status == 201)
     }
 
-    @Test func nonLatinIdsAreAcceptedAndReadBack() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func nonLatinIdsAreAcceptedAndReadBack(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         for id in ["用户_42", "пользователь", "مستخدم", "ユーザー", "Zoë Ødegård", "👩‍💻dev", "a/b?c#d%e"] {
             let anon = newAnonymousID()
             try s.sendEvents(anon, [makeEvent("e-\(id)")])
@@ -100,8 +100,8 @@ import Testing
         }
     }
 
-    @Test func lengthIsCountedInUnicodeScalars() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func lengthIsCountedInUnicodeScalars(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let witness = try anonymousWitness(s)
         for ok in [String(repeating: "a", count: 255), String(repeating: "用", count: 255), "x"] {
             let r = try s.identify(["externalId": ok])
@@ -118,8 +118,9 @@ import Testing
         try #require(try s.subscriber(witness.id)?.bool("anonymous") == true)
     }
 
-    @Test func controlCharactersAndOuterWhitespaceAreRefused() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func controlCharactersAndOuterWhitespaceAreRefused(_ store: StoreKind) throws
+    {
+        let s = try IdentitySession(store)
         let witness = try anonymousWitness(s)
         let refused = [
             "", " ", "   ", "\t", "user\u{0}1", "user\t1", "user\n1", "user\r1", "a\u{7F}b", "a\u{85}b", "a\u{9F}b",
@@ -135,8 +136,8 @@ import Testing
         #expect(try s.subscriber("Ada Lovelace") != nil)
     }
 
-    @Test func anonPrefixRules() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func anonPrefixRules(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let witness = try anonymousWitness(s)
         let wellFormed = newAnonymousID()
         // Where an external id is expected, every anon_… is invalid_external_id.
@@ -176,8 +177,8 @@ import Testing
         #expect(try s.subscriber(upper)?.bool("anonymous") == false)
     }
 
-    @Test func idsAreCaseSensitive() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func idsAreCaseSensitive(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         #expect(try s.backend("PUT", "/v1/subscribers/Ada", ["attributes": ["who": "upper"]]).status == 201)
         #expect(try s.backend("PUT", "/v1/subscribers/ada", ["attributes": ["who": "lower"]]).status == 201)
         #expect(try s.subscriber("Ada")?.object("attributes")?.string("who") == "upper")
@@ -197,8 +198,9 @@ import Testing
         #expect(try s.subscriber(lower)?.string("id") == "ada")
     }
 
-    @Test func anInvalidFieldAnywhereInIdentifyChangesNothing() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func anInvalidFieldAnywhereInIdentifyChangesNothing(_ store: StoreKind) throws
+    {
+        let s = try IdentitySession(store)
         let witness = try anonymousWitness(s)
         let bad: [JSONDict] = [
             ["externalId": "carol", "anonymousId": witness.id, "email": "not-an-email"],

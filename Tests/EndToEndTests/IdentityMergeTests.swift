@@ -11,8 +11,8 @@ import Testing
         timeline.filter { $0.string("name") == "$subscriber.merged" }
     }
 
-    @Test func renameKeepsTheRowAndMovesNothing() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func renameKeepsTheRowAndMovesNothing(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let anon = newAnonymousID()
         try s.sendEvents(
             anon,
@@ -63,8 +63,9 @@ import Testing
         #expect(try s.listAll().count == 1)
     }
 
-    @Test func absorbMovesEverythingOntoTheIdentifiedTimeline() throws {
-        let s = try IdentitySession(inProcess: try InProcessApp())
+    @Test(arguments: StoreKind.available) func absorbMovesEverythingOntoTheIdentifiedTimeline(_ store: StoreKind) throws
+    {
+        let s = try IdentitySession(inProcess: try InProcessApp(store: store))
         // The identified person: backend attributes, own events, preferences.
         #expect(
             try s.backend("PUT", "/v1/subscribers/ada", ["attributes": ["plan": "pro", "team": "core"]]).status == 201)
@@ -138,8 +139,8 @@ import Testing
         #expect(try s.timeline(anon).count == 6)
     }
 
-    @Test func retryIsANoOp() throws {
-        let s = try IdentitySession(inProcess: try InProcessApp())
+    @Test(arguments: StoreKind.available) func retryIsANoOp(_ store: StoreKind) throws {
+        let s = try IdentitySession(inProcess: try InProcessApp(store: store))
         let renamed = newAnonymousID()
         let absorbed = newAnonymousID()
         let linked = newAnonymousID()
@@ -166,8 +167,8 @@ import Testing
         #expect(try s.subscriber("kim")?.string("updatedAt") == before.string("updatedAt"))
     }
 
-    @Test func identifiedSourceIsNotMerged() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func identifiedSourceIsNotMerged(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let anon = newAnonymousID()
         try s.sendEvents(anon, [makeEvent("x")])
         #expect(try s.identify(["externalId": "alice", "anonymousId": anon]).mergeShape == "rename")
@@ -193,8 +194,8 @@ import Testing
         #expect(try s.timeline("alice").count == aliceTimeline.count)
     }
 
-    @Test func backendMerge() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func backendMerge(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         try s.backend("PUT", "/v1/subscribers/carol", ["attributes": ["plan": "pro"]])
         let anon = newAnonymousID()
         try s.sendEvents(anon, [makeEvent("c1"), makeEvent("c2")])
@@ -217,8 +218,8 @@ import Testing
         #expect(try s.backend("POST", "/v1/subscribers/carol/merge", [:]).errorCode == "invalid_request")
     }
 
-    @Test func linkForANeverSeenAnonymousID() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func linkForANeverSeenAnonymousID(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let anon = newAnonymousID()
         let r = try s.identify(["externalId": "dan", "anonymousId": anon])
         #expect(r.status == 200)
@@ -238,8 +239,8 @@ import Testing
         #expect(try s.listAll().map { $0.string("id") } == ["dan"])
     }
 
-    @Test func aliasesChainAcrossManyMerges() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func aliasesChainAcrossManyMerges(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let ids = (0..<5).map { _ in newAnonymousID() }
         for (i, anon) in ids.enumerated() where i != 2 { try s.sendEvents(anon, [makeEvent("from-\(i)")]) }
         #expect(try s.identify(["externalId": "eve", "anonymousId": ids[0]]).mergeShape == "rename")
@@ -265,8 +266,8 @@ import Testing
         #expect(try s.listAll().count == 1)
     }
 
-    @Test func emailIsSavedAndSubscribedOnlyWithAProvider() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func emailIsSavedAndSubscribedOnlyWithAProvider(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let plain = try #require(try s.identify(["externalId": "u1", "email": "u1@example.com"]).subscriber)
         #expect(plain.string("email") == "u1@example.com")
         #expect(plain.object("attributes")?.string("email") == "u1@example.com")
@@ -297,8 +298,8 @@ import Testing
         #expect(explicit.object("channels")?.object("email")?.bool("subscribed") == true)
     }
 
-    @Test func identifyCarriesTheDeviceContext() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func identifyCarriesTheDeviceContext(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let anon = newAnonymousID()
         let device: JSONDict = [
             "deviceId": "iphone-1", "platform": "ios", "appVersion": "2.1.0", "osVersion": "18.1",
@@ -312,8 +313,8 @@ import Testing
         #expect(stored.string("lastSeenAt") != nil)
     }
 
-    @Test func aClientCannotSuppressTheMergeMarker() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func aClientCannotSuppressTheMergeMarker(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let anon = newAnonymousID()
         // The marker's id is the server's; a client event may not take it ahead of the merge.
         let squat = try s.app(

@@ -17,8 +17,8 @@ import Testing
         try #require(try s.subscriber(id)).objects("pushSubscriptions").compactMap { $0.string("deviceId") }
     }
 
-    @Test func registerSetsPermissionAndValidates() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func registerSetsPermissionAndValidates(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let anon = newAnonymousID()
         let r = try register(s, anon, "phone", token: "tok-1", permission: "provisional")
         #expect(r.status == 200)
@@ -47,8 +47,8 @@ import Testing
         #expect(try devices(s, anon) == ["phone"])
     }
 
-    @Test func aDeviceOrATokenMovesToTheLastLogin() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func aDeviceOrATokenMovesToTheLastLogin(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         #expect(try register(s, "uma", "shared-ipad", token: "tok-ipad").status == 200)
         #expect(try register(s, "uma", "uma-phone", token: "tok-uma").status == 200)
         // Victor logs in on the same iPad: the device leaves uma.
@@ -69,8 +69,8 @@ import Testing
         #expect(try devices(s, "victor") == ["shared-ipad"])
     }
 
-    @Test func logoutDeletesAndDeletingNothingIsFine() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func logoutDeletesAndDeletingNothingIsFine(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         #expect(try register(s, "yara", "phone", token: "tok-phone", permission: "authorized").status == 200)
         #expect(try register(s, "zed", "tablet", token: "tok-tablet").status == 200)
 
@@ -102,8 +102,8 @@ import Testing
         #expect(try devices(s, "yara").isEmpty)
     }
 
-    @Test func theTwentyFirstEvictsTheLeastRecentlySeen() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func theTwentyFirstEvictsTheLeastRecentlySeen(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         for i in 0..<20 {
             #expect(try register(s, "amy", "d\(i < 10 ? "0" : "")\(i)", token: "tok-\(i)").status == 200)
             usleep(2_000)
@@ -124,10 +124,10 @@ import Testing
         #expect(!(try devices(s, "amy")).contains("d02"))
     }
 
-    @Test func theDeviceJustRegisteredIsNeverTheOneEvicted() throws {
+    @Test(arguments: StoreKind.available) func theDeviceJustRegisteredIsNeverTheOneEvicted(_ store: StoreKind) throws {
         // Twenty-one registrations pipelined on one connection land within a few milliseconds,
         // so several share a timestamp; the one registered last must still be kept.
-        let s = try IdentitySession()
+        let s = try IdentitySession(store)
         var requests = ""
         for i in 0..<21 {
             let body = "{\"token\":\"burst-\(i)\",\"platform\":\"android\"}"
@@ -143,8 +143,8 @@ import Testing
         #expect(kept.contains("z20"), "the last registration (z20) survives")
     }
 
-    @Test func preferencesAreStampedPerTopic() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func preferencesAreStampedPerTopic(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let anon = newAnonymousID()
         let first = try s.app("PUT", "/v1/subscribers/\(anon)/preferences", ["topics": ["news": false, "promo": true]])
         #expect(first.status == 200)

@@ -4,8 +4,8 @@ import Testing
 
 /// API.md §5: the backend's subscriber endpoints.
 @Suite struct IdentitySubscriberTests {
-    @Test func putIsAnIdempotentUpsert() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func putIsAnIdempotentUpsert(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let created = try s.backend(
             "PUT", "/v1/subscribers/user_42", ["email": "ada@example.com", "attributes": ["plan": "pro"]])
         #expect(created.status == 201)
@@ -36,8 +36,8 @@ import Testing
         #expect(try s.subscriber("user_43") == nil)
     }
 
-    @Test func getByIdAndByAlias() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func getByIdAndByAlias(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let anon = newAnonymousID()
         try s.sendEvents(anon, [makeEvent("e1")])
         let direct = try s.backend("GET", "/v1/subscribers/\(anon)")
@@ -60,8 +60,8 @@ import Testing
         #expect(try s.backend("GET", "/v1/subscribers/\(newAnonymousID())").status == 404)
     }
 
-    @Test func listPagesStablyWithFilters() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func listPagesStablyWithFilters(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         var anonymous: [String] = []
         var identified: [String] = []
         var verified: [String] = []
@@ -126,8 +126,8 @@ import Testing
         #expect(try s.backend("GET", "/v1/subscribers").data?.objects("subscribers").count == all.count)
     }
 
-    @Test func deleteErasesThePersonEverywhere() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func deleteErasesThePersonEverywhere(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let first = newAnonymousID()
         let second = newAnonymousID()
         try s.sendEvents(first, [makeEvent("a1"), makeEvent("a2")])
@@ -177,8 +177,8 @@ import Testing
         #expect(try s.app("DELETE", "/v1/subscribers/hopper/push-subscriptions/phone").data?.bool("deleted") == false)
     }
 
-    @Test func allowAnonymousOffRefusesAnonymousAppCalls() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func allowAnonymousOffRefusesAnonymousAppCalls(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let known = newAnonymousID()
         try s.sendEvents(known, [makeEvent("before")])
         try s.settings(["allowAnonymous": false])

@@ -1,4 +1,5 @@
 import Foundation
+import Postgres
 import TestSupport
 import Testing
 
@@ -23,11 +24,18 @@ import Testing
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
-    private func temporaryDatabase() throws -> (directory: URL, path: String) {
+    /// A fresh database: a SQLite path in a new folder, or a new PostgreSQL database's URL
+    /// (`postgres` keeps it alive; it is dropped when released).
+    private func temporaryDatabase(_ store: StoreKind = .sqlite) throws -> (
+        directory: URL, path: String, postgres: PostgresTestDatabase?
+    ) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "buzzkit-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        return (directory, directory.appendingPathComponent("data/buzzkit.sqlite").path)
+        if store == .postgres, let database = try PostgresTestDatabase.make() {
+            return (directory, database.url, database)
+        }
+        return (directory, directory.appendingPathComponent("data/buzzkit.sqlite").path, nil)
     }
 
     /// `tenant create` output: `{tenant: {id, name}, secretKey, clientKey, identitySecret}`.
@@ -43,8 +51,8 @@ import Testing
         return (created, try #require(tenant["name"] as? String))
     }
 
-    @Test func createdTenantsKeysWorkAgainstTheServer() throws {
-        let (directory, database) = try temporaryDatabase()
+    @Test(arguments: StoreKind.available) func createdTenantsKeysWorkAgainstTheServer(_ store: StoreKind) throws {
+        let (directory, database, postgres) = try temporaryDatabase(store)
         defer { try? FileManager.default.removeItem(at: directory) }
         let (tenant, name) = try createTenant("acme", database: database)
         #expect(name == "acme")
@@ -76,8 +84,16 @@ import Testing
         #expect(elsewhere.status == 404)
         server.stop()
 
-        // Keys are stored hashed: neither appears anywhere in the database files.
-        for file in [database, database + "-wal"] {
+        // Keys are stored hashed: none appears anywhere in the database.
+        if postgres != nil {
+            let db = try Connection(url: database)
+            let everything = try db.queryOne(
+                "SELECT string_agg(hash || id || display_prefix, ' ') FROM api_keys")!.string(0)
+            for key in [tenant.secretKey, tenant.clientKey, second.secretKey, second.clientKey] {
+                #expect(!everything.contains(key), "api_keys holds a key in clear")
+            }
+        }
+        for file in [database, database + "-wal"] where postgres == nil {
             guard let bytes = FileManager.default.contents(atPath: file) else { continue }
             for key in [tenant.secretKey, tenant.clientKey, second.secretKey, second.clientKey] {
                 #expect(bytes.range(of: Data(key.utf8)) == nil, "\(file) holds a key in clear")
@@ -85,8 +101,9 @@ import Testing
         }
     }
 
-    @Test func tenantCreateUsesTheBootstrapWorkspace() throws {
-        let (directory, database) = try temporaryDatabase()
+    @Test(arguments: StoreKind.available) func tenantCreateUsesTheBootstrapWorkspace(_ store: StoreKind) throws {
+        let (directory, database, postgres) = try temporaryDatabase(store)
+        defer { postgres?.drop() }
         defer { try? FileManager.default.removeItem(at: directory) }
         let workspaceKey = "bk_ws_" + randomAlphanumerics(32)
         let (tenant, _) = try createTenant(

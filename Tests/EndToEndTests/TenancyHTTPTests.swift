@@ -5,9 +5,9 @@ import Testing
 /// Keys, tenants and identity proofs over real HTTP against `buzzkit serve`: the headers
 /// (`Authorization`, `BuzzKit-Tenant`, `BuzzKit-Identity-*`, `Retry-After`) as they cross the wire.
 @Suite final class TenancyHTTPTests {
-    let server: TestServer
-    let client: HTTPClient
-    let tenant: TestTenant
+    var server: TestServer
+    var client: HTTPClient
+    var tenant: TestTenant
 
     init() throws {
         server = try TestServer.start()
@@ -15,6 +15,15 @@ import Testing
         tenant = try server.createTenant()
     }
     deinit { server.stop() }
+
+    /// Moves this test onto a server over `store` (the SQLite one made by `init` is stopped).
+    func use(_ store: StoreKind) throws {
+        guard store != .sqlite else { return }
+        server.stop()
+        server = try TestServer.start(store: store)
+        client = try HTTPClient(port: server.port)
+        tenant = try server.createTenant()
+    }
 
     private var nowMillis: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
@@ -31,7 +40,8 @@ import Testing
             "PATCH", "/v1/subscribers/\(newAnonymousID())/attributes", json: ["attributes": ["a": 1]], headers: headers)
     }
 
-    @Test func keyKindsOnEachRouteClass() throws {
+    @Test(arguments: StoreKind.available) func keyKindsOnEachRouteClass(_ store: StoreKind) throws {
+        try use(store)
         check(try appCall(tenant.app), 200)
         check(try client.send("GET", "/v1/subscribers", headers: tenant.app), 403, "forbidden")
         check(try client.send("POST", "/v1/tenants", json: ["name": "x"], headers: tenant.app), 403, "forbidden")
@@ -63,7 +73,8 @@ import Testing
         check(try appCall(globex.app), 401, "unauthorized")
     }
 
-    @Test func identityTokensOverHTTP() throws {
+    @Test(arguments: StoreKind.available) func identityTokensOverHTTP(_ store: StoreKind) throws {
+        try use(store)
         let secret = tenant.identitySecret
         let exp = nowMillis / 1000 + 3600
         func identify(_ user: String, token: String) throws -> HTTPClient.Response {
@@ -106,7 +117,8 @@ import Testing
         }
     }
 
-    @Test func proofHeadersUnderRequireVerification() throws {
+    @Test(arguments: StoreKind.available) func proofHeadersUnderRequireVerification(_ store: StoreKind) throws {
+        try use(store)
         check(try client.send("PATCH", "/v1/tenant", json: ["requireVerification": true], headers: tenant.backend), 200)
         let path = "/v1/subscribers/user_7/attributes"
         check(
@@ -136,7 +148,8 @@ import Testing
             200)
     }
 
-    @Test func anotherTenantsIdsAreInvisible() throws {
+    @Test(arguments: StoreKind.available) func anotherTenantsIdsAreInvisible(_ store: StoreKind) throws {
+        try use(store)
         let other = try server.createTenant(name: "other")
         check(
             try client.send("PUT", "/v1/subscribers/user_b", json: ["attributes": ["x": 1]], headers: other.backend),
@@ -153,8 +166,9 @@ import Testing
 
 /// The client key's rate limit from the config file, over the wire.
 @Suite struct TenancyRateLimitHTTPTests {
-    @Test func clientKeyGets429WithRetryAfter() throws {
-        let server = try TestServer.start(config: ["clientKeyRatePerSecond": 1, "clientKeyBurst": 2])
+    @Test(arguments: StoreKind.available) func clientKeyGets429WithRetryAfter(_ store: StoreKind) throws {
+        // Per server on either store (API.md §12).
+        let server = try TestServer.start(config: ["clientKeyRatePerSecond": 1, "clientKeyBurst": 2], store: store)
         defer { server.stop() }
         let tenant = try server.createTenant()
         let client = try HTTPClient(port: server.port)

@@ -27,46 +27,45 @@ func summary(_ head: HTTPRequestHead) -> String {
     return s
 }
 
-/// Parses `bytes` once.
-func parseOnce(_ bytes: [UInt8], limits: HTTPParserLimits, scanned: Int = 0)
-    -> (HeadOutcome, HTTPRequestHead?, Int)
+/// Parses `bytes` once; returns the outcome, the head, and the resume point to pass next.
+func parseOnce(_ bytes: [UInt8], limits: HTTPParserLimits, resumingFrom point: HTTPHeadResumePoint = .start)
+    -> (HeadOutcome, HTTPRequestHead?, HTTPHeadResumePoint)
 {
     bytes.withUnsafeBytes { buffer in
-        switch parseRequestHead(buffer, limits: limits, scanned: scanned) {
+        switch parseRequestHead(buffer, limits: limits, resumingFrom: point) {
         case .complete(let head, let consumed):
-            return (.complete(consumed: consumed, head: summary(head)), head, scanned)
-        case .needMore(let newScanned):
-            return (.needMore, nil, newScanned)
+            return (.complete(consumed: consumed, head: summary(head)), head, point)
+        case .needMore(let next):
+            return (.needMore, nil, next)
         case .invalid(let error):
-            return (.invalid(error), nil, scanned)
+            return (.invalid(error), nil, point)
         }
     }
 }
 
-/// Feeds `bytes` in the given pieces, growing the buffer and passing `scanned` back, as a server
-/// does. Returns the first non-needMore outcome, or needMore; records every broken invariant.
+/// Feeds `bytes` in the given pieces, growing the buffer and passing the resume point back, as a
+/// server does. Returns the first non-needMore outcome, or needMore; records every broken invariant.
 func parseInPieces(_ bytes: [UInt8], cuts: [Int], limits: HTTPParserLimits) -> (HeadOutcome, [String]) {
     var problems: [String] = []
-    var scanned = 0
+    var point = HTTPHeadResumePoint.start
     for end in cuts + [bytes.count] where end <= bytes.count {
         let prefix = Array(bytes[..<end])
-        let (outcome, _, newScanned) = parseOnce(prefix, limits: limits, scanned: scanned)
+        let (outcome, _, next) = parseOnce(prefix, limits: limits, resumingFrom: point)
         // A resumed parse must agree with a fresh one over the same prefix.
-        let (fresh, _, _) = parseOnce(prefix, limits: limits, scanned: 0)
+        let (fresh, _, _) = parseOnce(prefix, limits: limits)
         if fresh != outcome {
             problems.append("prefix \(end): resumed \(outcome) but fresh \(fresh)")
         }
         switch outcome {
         case .needMore:
-            // A resume token: its low 32 bits count validated bytes, which never exceed the prefix.
-            let validated = newScanned & 0xFFFF_FFFF
-            if newScanned < 0 || validated > end {
-                problems.append("prefix \(end): scanned \(newScanned) out of range")
+            // Validated bytes never exceed the prefix and never go back.
+            if next.validatedByteCount > end {
+                problems.append("prefix \(end): validated \(next.validatedByteCount) out of range")
             }
-            if validated < scanned & 0xFFFF_FFFF {
-                problems.append("prefix \(end): scanned went back from \(scanned) to \(newScanned)")
+            if next.validatedByteCount < point.validatedByteCount {
+                problems.append("prefix \(end): validated went back from \(point) to \(next)")
             }
-            scanned = newScanned
+            point = next
         case .complete(let consumed, _):
             if consumed != end && cuts.count == bytes.count {
                 // Byte by byte, the head completes exactly when its last byte arrives.

@@ -60,7 +60,7 @@ import Testing
         let loop = try EventLoop(name: "timers")
         loop.start()
         defer { loop.stop() }
-        let order = Mutex<[Int]>([])
+        let order = PThreadLock<[Int]>([])
         let done = DispatchSemaphore(value: 0)
         loop.execute {
             let now = monotonicNanoseconds()

@@ -93,7 +93,7 @@ final class RawClient: @unchecked Sendable {
         pending.removeFirst(end)
         var length = 0
         for line in head.split(separator: "\r\n") where line.lowercased().hasPrefix("content-length:") {
-            length = Int(line.split(separator: ":")[1].trimmingCharacters(in: " ")) ?? 0
+            length = Int(line.dropFirst("content-length:".count).filter { $0 != " " }) ?? 0
         }
         let body = isHead ? [] : try read(count: length)
         let withoutDate = head.split(separator: "\r\n", omittingEmptySubsequences: false)
@@ -107,15 +107,6 @@ final class RawClient: @unchecked Sendable {
         var byte: UInt8 = 0
         let n = recv(fd, &byte, 1, 0)
         return n == 0 || (n < 0 && errno == ECONNRESET)
-    }
-}
-
-extension Substring {
-    fileprivate func trimmingCharacters(in set: Character) -> Substring {
-        var s = self
-        while s.first == set { s = s.dropFirst() }
-        while s.last == set { s = s.dropLast() }
-        return s
     }
 }
 

@@ -140,6 +140,41 @@ import Testing
         #expect(headers.isClosedByPeer())
     }
 
+    @Test func invalidOrMissingHostGets400AndClose() throws {
+        for request in [
+            "GET / HTTP/1.1\r\n\r\n", "GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n",
+            "GET / HTTP/1.1\r\nHost: local/host\r\n\r\n", "GET / HTTP/1.1\r\nHost: example.com:\r\n\r\n",
+        ] {
+            let client = try test.client()
+            client.send(request)
+            let refused = try client.readResponse()
+            #expect(
+                refused.head
+                    == head(
+                        "HTTP/1.1 400 Bad Request", "Content-Type: text/plain", "Content-Length: 15",
+                        "Connection: close"), "\(request)")
+            #expect(client.isClosedByPeer())
+        }
+        let old = try test.client()
+        old.send("GET /ten HTTP/1.0\r\n\r\n")
+        #expect(String(decoding: try old.readResponse().body, as: UTF8.self) == "GET /ten ")
+    }
+
+    @Test func declaredChunkOverTheLimitIs413AtOnce() throws {
+        // A 10 s header timeout: without the check the server would wait that long for the bytes.
+        let patient = try TestServer { $0.headerReadTimeout = .seconds(10) }
+        defer { patient.stop() }
+        let client = try RawClient(port: patient.port, timeout: .seconds(2))
+        client.send("POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        let started = monotonicNanoseconds()
+        client.send("40000000\r\n")
+        let refused = try client.readResponse()
+        #expect(refused.head.hasPrefix("HTTP/1.1 413 Content Too Large\r\n"))
+        #expect(refused.head.contains("Connection: close\r\n"))
+        #expect(monotonicNanoseconds() - started < 1_000_000_000)
+        #expect(client.isClosedByPeer())
+    }
+
     @Test func stalledHeadAndStalledBodyAnswer408() throws {
         let head408 = try test.client()
         head408.send("GET /slow HTTP/1.1\r\nHo")
@@ -222,12 +257,12 @@ import Testing
         }
         #expect(test.server.metrics.openConnections == 20)
         // The machine gives up a large read buffer once idle (the per-loop scratch buffer is shared).
-        var machine = ConnectionStateMachine(limits: .init(), now: 0)
+        var machine = ConnectionStateMachine(limits: .init(HTTPServer.Configuration()), now: 0)
         let big =
             Array("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 8000\r\n\r\n".utf8)
             + Array(repeating: 0x61, count: 8000)
         _ = big.withUnsafeBytes { machine.bytesRead($0, now: 0) }
-        _ = machine.responseReady(HTTPResponse(status: .ok), date: "d", now: 0)
+        _ = machine.responseReady(HTTPResponse(status: .ok), now: 0)
         _ = machine.writeCompleted(now: 0)
         #expect(machine.bufferCapacity == 0)
         #expect(MemoryLayout<ConnectionStateMachine>.size < 512)

@@ -35,7 +35,9 @@ private func parse(_ text: String, maxDepth: Int = JSONParser.defaultMaxDepth) t
         Valid(name: "empty object", text: "{}", value: [:]),
         Valid(name: "whitespace everywhere", text: " \t\r\n[ 1 , { \"a\" : [ ] } ]\n", value: [1, ["a": []]]),
         Valid(name: "nested", text: #"{"a":[1,{"b":null}],"c":"d"}"#, value: ["a": [1, ["b": nil]], "c": "d"]),
-        Valid(name: "duplicate key, last wins", text: #"{"a":1,"b":2,"a":3}"#, value: ["a": 3, "b": 2]),
+        Valid(name: "same key in sibling objects", text: #"[{"a":1},{"a":2}]"#, value: [["a": 1], ["a": 2]]),
+        Valid(name: "same key at two depths", text: #"{"a":{"a":1}}"#, value: ["a": ["a": 1]]),
+        Valid(name: "keys differing only in case", text: #"{"a":1,"A":2}"#, value: ["a": 1, "A": 2]),
         Valid(
             name: "depth exactly 32", text: String(repeating: "[", count: 32) + String(repeating: "]", count: 32),
             value: (0..<31).reduce(JSONValue.array([])) { inner, _ in [inner] }),
@@ -109,6 +111,14 @@ private func parse(_ text: String, maxDepth: Int = JSONParser.defaultMaxDepth) t
         Invalid("truncated sequence", bytes: [0x22, 0xE4, 0xB8, 0x22], offset: 1),
         Invalid("invalid UTF-8 outside string", bytes: [0xC3, 0xA9], offset: 0),
         Invalid("NUL byte", bytes: [0x5B, 0x00, 0x5D], offset: 1),
+        // One body, one reading (API.md §2): a repeated member name is refused at its second key.
+        Invalid("duplicate key", #"{"a":1,"b":2,"a":3}"#, offset: 13),
+        Invalid("duplicate key, same value", #"{"a":1,"a":1}"#, offset: 7),
+        Invalid("duplicate key in a nested object", #"{"x":[{"k":true,"k":false}]}"#, offset: 16),
+        Invalid("duplicate key spelled with an escape", #"{"id":1,"\u0069d":2}"#, offset: 8),
+        Invalid(
+            "duplicate key past the hash index",
+            "{" + (0..<20).map { "\"k\($0)\":0" }.joined(separator: ",") + #","k3":1}"#, offset: 151),
         Invalid("depth 33", String(repeating: "[", count: 33) + String(repeating: "]", count: 33), offset: 32),
         Invalid(
             "object depth 33", String(repeating: #"{"a":"#, count: 33) + "1" + String(repeating: "}", count: 33),
@@ -157,10 +167,10 @@ private func parse(_ text: String, maxDepth: Int = JSONParser.defaultMaxDepth) t
         }
     }
 
-    @Test func duplicateKeysKeepFirstPosition() throws {
-        let object = try #require(try parse(#"{"a":1,"b":2,"a":3}"#).objectValue)
-        #expect(object.keys == ["a", "b"])
-        #expect(object["a"] == 3)
+    @Test func duplicateKeyMessageNamesTheKey() {
+        #expect(throws: JSONParseError(offset: 7, reason: #"duplicate member name "a""#)) {
+            try parse(#"{"a":1,"a":2}"#)
+        }
     }
 
     @Test func rawBufferAndStringEntryPoints() throws {

@@ -1,25 +1,45 @@
 import Foundation
 import Identity
 import JSON
+import Postgres
 import SQLite
+import Synchronization
+import TestSupport
 import Testing
 
+@testable import PostgresStorage
 @testable import Storage
 
-/// The SQL of the identity store, run through the domain operations on a real database file.
+/// The SQL of the identity store, run through the domain operations on a real database file
+/// (and, by `everyScenarioOnEveryStore`, on a PostgreSQL database too).
 @Suite struct SQLiteContextTests {
-    let db: Database
-    let ctx: SQLiteContext
+    /// The SQLite connection; nil on PostgreSQL.
+    let db: Database!
+    let ctx: any IdentityWriteContext
+    /// The PostgreSQL database and connection, when on PostgreSQL.
+    private let postgres: (database: PostgresTestDatabase, connection: Connection)?
     let caller: Caller
     let backend: Caller
     let now = Timestamp(millis: 1_800_000_000_000)
 
-    init() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("storage-\(UUID().uuidString).sqlite")
-            .path
-        db = try Database(path: path)
-        _ = try Migrator(migrations: try SQLiteIdentityStore.bundledMigrations()).migrate(db)
-        ctx = SQLiteContext(db: db)
+    init() throws { try self.init(.sqlite) }
+
+    init(_ store: StoreKind) throws {
+        if store == .postgres, let database = try PostgresTestDatabase.make() {
+            _ = try PostgresIdentityStore.migrate(url: database.url)
+            let connection = try Connection(url: database.url)
+            postgres = (database, connection)
+            db = nil
+            ctx = PostgresContext(db: connection)
+        } else {
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "storage-\(UUID().uuidString).sqlite"
+            ).path
+            db = try Database(path: path)
+            _ = try SQLite.Migrator(migrations: try SQLiteIdentityStore.bundledMigrations()).migrate(db)
+            ctx = SQLiteContext(db: db)
+            postgres = nil
+        }
         try ctx.insertWorkspace(id: "ws_test", name: "test", now: now)
         let tenant = try Tenancy.createTenant(name: "acme", workspaceID: "ws_test", in: ctx, now: now).tenant
         caller = Caller(tenant: tenant, role: .app)
@@ -34,8 +54,30 @@ import Testing
         }
     }
 
+    private func count(_ table: String, subscriberKey: Int64) throws -> Int64 {
+        if let postgres {
+            return try postgres.connection.queryOne(
+                "SELECT count(*) FROM \(table) WHERE subscriber_key = $1", [subscriberKey])?.int(0) ?? -1
+        }
+        return try db.queryOne("SELECT count(*) FROM \(table) WHERE subscriber_key = ?", [subscriberKey])?.int(0) ?? -1
+    }
+
+    private func count(_ table: String, key: Int64) throws -> Int64 {
+        if let postgres {
+            return try postgres.connection.queryOne("SELECT count(*) FROM \(table) WHERE key = $1", [key])?.int(0) ?? -1
+        }
+        return try db.queryOne("SELECT count(*) FROM \(table) WHERE key = ?", [key])?.int(0) ?? -1
+    }
+
+    /// The store-internal purge step of either engine.
+    private func purgeRetired(limit: Int) throws -> Bool {
+        if let ctx = ctx as? PostgresContext { return try ctx.purgeRetired(limit: limit) }
+        return try (ctx as! SQLiteContext).purgeRetired(limit: limit)
+    }
+
     private func count(_ table: String) throws -> Int64 {
-        try db.queryOne("SELECT count(*) FROM \(table)")?.int(0) ?? -1
+        if let postgres { return try postgres.connection.queryOne("SELECT count(*) FROM \(table)")?.int(0) ?? -1 }
+        return try db.queryOne("SELECT count(*) FROM \(table)")?.int(0) ?? -1
     }
 
     @Test func renameKeepsTheRowAndItsSequence() throws {
@@ -84,13 +126,13 @@ import Testing
             try ctx.listSubscribers(tenantID: caller.tenant.id, afterKey: 0, limit: 10, anonymous: nil, verified: nil)
                 .map(\.key) == [result.subscriber.key])
         for table in ["aliases", "attributes", "push_subscriptions", "preferences", "devices"] {
-            #expect(try db.queryOne("SELECT count(*) FROM \(table) WHERE subscriber_key = ?", [sourceKey])?.int(0) == 0)
+            #expect(try count(table, subscriberKey: sourceKey) == 0)
         }
         var jobs = 0
-        while try ctx.purgeRetired(limit: 2) { jobs += 1 }
+        while try purgeRetired(limit: 2) { jobs += 1 }
         #expect(jobs == 3)  // 4 events: two full chunks, then the row
-        #expect(try db.queryOne("SELECT count(*) FROM events WHERE subscriber_key = ?", [sourceKey])?.int(0) == 0)
-        #expect(try db.queryOne("SELECT count(*) FROM subscribers WHERE key = ?", [sourceKey])?.int(0) == 0)
+        #expect(try count("events", subscriberKey: sourceKey) == 0)
+        #expect(try count("subscribers", key: sourceKey) == 0)
         #expect(result.subscriber.eventCount == 6 && result.subscriber.lastSeq == 6)
     }
 
@@ -180,24 +222,32 @@ import Testing
         )
     }
 
+    /// The scenarios above, each on a fresh database: both engines must behave the same.
+    @Test(arguments: StoreKind.available) func everyScenarioOnEveryStore(_ store: StoreKind) throws {
+        for scenario in Self.scenarios {
+            try scenario(try SQLiteContextTests(store))
+        }
+    }
+
+    nonisolated(unsafe) static let scenarios: [(SQLiteContextTests) throws -> Void] = [
+        { try $0.renameKeepsTheRowAndItsSequence() },
+        { try $0.absorbAppendsEventsInOrderAndSkipsClientIDsTheTargetHas() },
+        { try $0.pushSubscriptionsMoveAndTheCapEvictsTheLeastRecentlySeen() },
+        { try $0.deviceReportsNeverEraseStoredFields() },
+        { try $0.aDeviceThatMovesTakesItsContextAlong() },
+        { try $0.deleteErasesEveryRowOfThePerson() },
+        { try $0.listPagesByKeyWithFilters() },
+        { t in
+            _ = try t.ctx.subscriberCounts(tenantID: t.caller.tenant.id)
+            _ = try t.ctx.apiKeys(workspaceID: "ws_test", tenantID: t.caller.tenant.id)
+            _ = try t.ctx.firstWorkspaceID()
+        },
+    ]
+
     /// Every statement the scenarios above run must use an index: no full scans on a request path.
     @Test func everyStatementUsesAnIndex() throws {
-        let scenarios: [(SQLiteContextTests) throws -> Void] = [
-            { try $0.renameKeepsTheRowAndItsSequence() },
-            { try $0.absorbAppendsEventsInOrderAndSkipsClientIDsTheTargetHas() },
-            { try $0.pushSubscriptionsMoveAndTheCapEvictsTheLeastRecentlySeen() },
-            { try $0.deviceReportsNeverEraseStoredFields() },
-            { try $0.aDeviceThatMovesTakesItsContextAlong() },
-            { try $0.deleteErasesEveryRowOfThePerson() },
-            { try $0.listPagesByKeyWithFilters() },
-            { t in
-                _ = try t.ctx.subscriberCounts(tenantID: t.caller.tenant.id)
-                _ = try t.ctx.apiKeys(workspaceID: "ws_test", tenantID: t.caller.tenant.id)
-                _ = try t.ctx.firstWorkspaceID()
-            },
-        ]
         var checked = 0
-        for scenario in scenarios {
+        for scenario in Self.scenarios {
             let run = try SQLiteContextTests()
             try scenario(run)
             for sql in run.db.cachedSQL where !Self.offRequestPath(sql) {
@@ -269,5 +319,87 @@ import Testing
         }
         #expect(left == 0)
         #expect(try reader.queryOne("SELECT count(*) FROM events")?.int(0) == 2501)  // copies + marker
+    }
+}
+
+/// The same on PostgreSQL: the store's background jobs delete the retired subscriber's events.
+@Suite(.enabled(if: PostgresTestDatabase.isAvailable, "BUZZKIT_TEST_POSTGRES_URL is not set"))
+struct PostgresRetiredPurgeTests {
+    @Test func theStoreDeletesARetiredSubscribersEventsAfterTheAbsorb() throws {
+        let test = try TestStore(.postgres)
+        defer { test.close() }
+        let now = Timestamp(millis: 1_800_000_000_000)
+        let anon = "anon_" + String(repeating: "d", count: 21)
+        let events = (0..<2500).map { i in
+            NewEvent(
+                clientID: "c\(i)", name: "e", timestamp: Timestamp(millis: 1000 + Int64(i)), receivedAt: now,
+                propertiesJSON: nil)
+        }
+        let sourceKey = try test.store.writeAndWait { ctx in
+            try ctx.insertWorkspace(id: "ws_test", name: "test", now: now)
+            let tenant = try Tenancy.createTenant(name: "acme", workspaceID: "ws_test", in: ctx, now: now).tenant
+            let caller = Caller(tenant: tenant, role: .backend)
+            _ = try Operations.upsert(
+                externalID: "user_1", email: nil, attributes: nil, subscribeEmail: nil, caller: caller, in: ctx,
+                now: now)
+            _ = try Operations.ingest(
+                events, subscriberID: try IDRules.subscriberID(anon), caller: caller, in: ctx, now: now)
+            let key = try ctx.subscriberKey(tenantID: tenant.id, alias: anon)!
+            _ = try Operations.identify(
+                IdentifyCommand(externalID: "user_1", anonymousID: anon), caller: caller, in: ctx, now: now)
+            return key
+        }
+        let reader = try Connection(url: test.database)
+        let deadline = ContinuousClock.now + .seconds(10)
+        var left: Int64 = -1
+        while ContinuousClock.now < deadline {
+            left = try reader.queryOne(
+                "SELECT (SELECT count(*) FROM events WHERE subscriber_key = $1) + (SELECT count(*) FROM subscribers WHERE key = $1)",
+                [sourceKey])!.int(0)
+            if left == 0 { break }
+            usleep(10_000)
+        }
+        #expect(left == 0)
+        #expect(try reader.queryOne("SELECT count(*) FROM events")!.int(0) == 2501)  // copies + marker
+    }
+}
+
+/// Group commit on PostgreSQL: queued writes share one transaction, and one that fails rolls
+/// back only its own savepoint.
+@Suite(.enabled(if: PostgresTestDatabase.isAvailable, "BUZZKIT_TEST_POSTGRES_URL is not set"))
+struct PostgresGroupCommitTests {
+    struct Refused: Error {}
+
+    @Test func aFailingWriteInAGroupRollsBackOnlyItself() throws {
+        let test = try TestStore(.postgres)
+        defer { test.close() }
+        let groups = { test.store.gauges().first { $0.name == "buzzkit_db_write_groups_total" }?.value ?? -1 }
+        let now = Timestamp(millis: 1_800_000_000_000)
+        // The start-up purge job is a group of its own: let it pass first.
+        for _ in 0..<200 where groups() < 1 { usleep(10_000) }
+        let before = groups()
+        let done = DispatchGroup()
+        let outcomes = Mutex<[Int: Bool]>([:])
+        // The first write holds the writer, so the next ten queue up behind it and go as one group.
+        done.enter()
+        test.store.write({ _ in usleep(300_000) }) { _ in done.leave() }
+        usleep(50_000)
+        for i in 0..<10 {
+            done.enter()
+            test.store.write({ ctx in
+                try ctx.insertWorkspace(id: "ws_\(i)", name: "w\(i)", now: now)
+                if i == 5 { throw Refused() }
+            }) { result in
+                outcomes.withLock { $0[i] = (try? result.get()) != nil }
+                done.leave()
+            }
+        }
+        done.wait()
+        let results = outcomes.withLock { $0 }
+        #expect(results.filter { !$0.value }.map(\.key) == [5])
+        let db = try Connection(url: test.database)
+        let stored = try db.query("SELECT id FROM workspaces ORDER BY id").map { try $0.string(0) }
+        #expect(stored == (0..<10).filter { $0 != 5 }.map { "ws_\($0)" })
+        #expect(groups() - before == 2, "the slow write, then the ten together")
     }
 }

@@ -6,8 +6,8 @@ import HTTPServer
 import Identity
 import Storage
 
-/// The application without sockets: an `Application` over a SQLite store on a temporary file,
-/// a manual clock, and a workspace key to make tenants with. Requests go straight to
+/// The application without sockets: an `Application` over a store on a fresh database (SQLite on
+/// a temporary file, or PostgreSQL), a manual clock, and a workspace key to make tenants with. Requests go straight to
 /// `respond(to:completion:)`, so most API tests run in milliseconds.
 ///
 /// ```swift
@@ -18,24 +18,27 @@ import Storage
 /// ```
 package final class InProcessApp: @unchecked Sendable {
     package let clock: ManualClock
-    package let store: SQLiteIdentityStore
+    package let store: any IdentityStore & StoreLifecycle
     package let application: Application
-    package let directory: URL
+    private let testStore: TestStore
+    /// The `--database` value of the store: a SQLite path or a PostgreSQL URL.
+    package var database: String { testStore.database }
     /// A workspace key made for this app, for `POST /v1/tenants`.
     package let workspaceKey: String
     package let workspaceID: String
 
-    /// - Parameter configuration: application settings (rate limits) for this app.
-    package init(configuration: ApplicationConfiguration = .init(), clock: ManualClock = ManualClock()) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("buzzkit-app-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        var storeConfiguration = SQLiteIdentityStore.Configuration(
-            path: directory.appendingPathComponent("db.sqlite").path)
-        storeConfiguration.readerCount = 2
-        store = try SQLiteIdentityStore(configuration: storeConfiguration)
+    /// - Parameters:
+    ///   - store: The engine; SQLite by default.
+    ///   - configuration: application settings (rate limits) for this app.
+    package init(
+        store kind: StoreKind = .sqlite, configuration: ApplicationConfiguration = .init(),
+        clock: ManualClock = ManualClock()
+    ) throws {
+        testStore = try TestStore(kind)
+        store = testStore.store
         self.clock = clock
         let now = clock.now()
-        let issued = try store.write { ctx in try Tenancy.createWorkspace(name: "test", in: ctx, now: now) }
+        let issued = try store.writeAndWait { ctx in try Tenancy.createWorkspace(name: "test", in: ctx, now: now) }
         workspaceKey = issued.plaintext
         workspaceID = issued.record.workspaceID
         var quiet = configuration
@@ -43,10 +46,22 @@ package final class InProcessApp: @unchecked Sendable {
         application = Application(store: store, configuration: quiet, clock: clock)
     }
 
+    /// A second app on the same PostgreSQL database as `other`: another server, in process,
+    /// with its own store, pool and caches. The workspace key of `other` works on both.
+    package init(sharing other: InProcessApp, configuration: ApplicationConfiguration = .init()) throws {
+        testStore = try TestStore(sharing: other.testStore)
+        store = testStore.store
+        clock = other.clock
+        workspaceKey = other.workspaceKey
+        workspaceID = other.workspaceID
+        var quiet = configuration
+        quiet.logLevel = .error
+        application = Application(store: store, configuration: quiet, clock: clock)
+    }
+
     /// Closes the store and removes the database.
     package func close() {
-        store.close()
-        try? FileManager.default.removeItem(at: directory)
+        testStore.close()
     }
 
     /// Sends a request with an optional JSON body (any `JSONSerialization` value) and waits for the answer.
@@ -99,7 +114,7 @@ extension InProcessApp {
         tenant: TestTenant, workspaceKey: String
     ) {
         let now = clock.now()
-        let (workspaceKey, created) = try store.write { ctx in
+        let (workspaceKey, created) = try store.writeAndWait { ctx in
             let workspace = try Tenancy.createWorkspace(name: name, in: ctx, now: now)
             return (
                 workspace.plaintext,
@@ -116,7 +131,7 @@ extension InProcessApp {
     package func revoke(key plaintext: String) throws {
         let now = clock.now()
         let hash = Tenancy.hash(key: plaintext)
-        let revoked = try store.write { ctx -> Bool in
+        let revoked = try store.writeAndWait { ctx -> Bool in
             guard let record = try ctx.apiKey(hash: hash) else { return false }
             return try ctx.revokeAPIKey(
                 id: record.id, workspaceID: record.workspaceID, tenantID: record.tenantID, now: now)

@@ -12,6 +12,8 @@ package final class TestServer: @unchecked Sendable {
     package let port: Int
     package let directory: URL
     package let databasePath: String
+    /// The PostgreSQL database a `.postgres` server runs on, dropped once it stopped.
+    private let postgres: PostgresTestDatabase?
     /// The workspace key the server was bootstrapped with.
     package let workspaceKey: String
     package let stderrPath: String
@@ -33,15 +35,21 @@ package final class TestServer: @unchecked Sendable {
     /// - Parameters:
     ///   - environment: extra environment (`BUZZKIT_LOG_LEVEL`, …).
     ///   - config: settings written to a config file for this server (limits, timeouts).
-    ///   - databasePath: reuse a database (restart tests); a fresh one by default.
+    ///   - databasePath: reuse a database (restart tests): a path or a PostgreSQL URL; a fresh one by default.
+    ///   - store: the engine of the fresh database; SQLite by default.
     package static func start(
         environment: [String: String] = [:], config: [String: Any] = [:], databasePath: String? = nil,
-        workspaceKey: String? = nil
+        workspaceKey: String? = nil, store: StoreKind = .sqlite
     ) throws -> TestServer {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "buzzkit-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let database = databasePath ?? directory.appendingPathComponent("data/buzzkit.sqlite").path
+        var postgres: PostgresTestDatabase?
+        if databasePath == nil, store == .postgres {
+            postgres = try PostgresTestDatabase.make()
+            guard postgres != nil else { throw TestFailure("BUZZKIT_TEST_POSTGRES_URL is not set") }
+        }
+        let database = databasePath ?? postgres?.url ?? directory.appendingPathComponent("data/buzzkit.sqlite").path
         let key = workspaceKey ?? "bk_ws_" + randomAlphanumerics(32)
         var settings = config
         if settings["logLevel"] == nil { settings["logLevel"] = "info" }
@@ -65,12 +73,14 @@ package final class TestServer: @unchecked Sendable {
         let port = try readPort(from: stdout.fileHandleForReading, process: process, stderrPath: stderrPath)
         return TestServer(
             process: process, port: port, directory: directory, databasePath: database, workspaceKey: key,
-            stderrPath: stderrPath)
+            stderrPath: stderrPath, postgres: postgres)
     }
 
     private init(
-        process: Process, port: Int, directory: URL, databasePath: String, workspaceKey: String, stderrPath: String
+        process: Process, port: Int, directory: URL, databasePath: String, workspaceKey: String, stderrPath: String,
+        postgres: PostgresTestDatabase?
     ) {
+        self.postgres = postgres
         self.process = process
         self.port = port
         self.directory = directory

@@ -10,11 +10,9 @@ struct KeyController {
         [
             Route(method: .GET, path: "/v1/keys", access: .backend, operationID: "listKeys", handler: list),
             Route(
-                method: .POST, path: "/v1/keys", access: .backend, operationID: "createKey", handler: create,
-                changesAuthentication: true),
+                method: .POST, path: "/v1/keys", access: .backend, operationID: "createKey", handler: create),
             Route(
-                method: .DELETE, path: "/v1/keys/:id", access: .backend, operationID: "revokeKey", handler: revoke,
-                changesAuthentication: true),
+                method: .DELETE, path: "/v1/keys/:id", access: .backend, operationID: "revokeKey", handler: revoke),
         ]
     }
 

@@ -5,23 +5,21 @@ import JSON
 /// Tenants, their settings and identity secrets (API.md §1, §5, §9).
 struct TenantController {
     let store: any IdentityStore
-    let usage: UnverifiedCallCounter
+    let usage: any UnverifiedCallLedger
 
     var routes: [Route] {
         [
             Route(
-                method: .POST, path: "/v1/tenants", access: .workspace, operationID: "createTenant", handler: create,
-                changesAuthentication: true),
+                method: .POST, path: "/v1/tenants", access: .workspace, operationID: "createTenant", handler: create),
             Route(method: .GET, path: "/v1/tenant", access: .backend, operationID: "getTenant", handler: get),
             Route(
-                method: .PATCH, path: "/v1/tenant", access: .backend, operationID: "updateTenant", handler: update,
-                changesAuthentication: true),
+                method: .PATCH, path: "/v1/tenant", access: .backend, operationID: "updateTenant", handler: update),
             Route(
                 method: .GET, path: "/v1/tenant/identity-secret", access: .backend, operationID: "getIdentitySecret",
                 handler: identitySecret),
             Route(
                 method: .POST, path: "/v1/tenant/identity-secret/rotate", access: .backend,
-                operationID: "rotateIdentitySecret", handler: rotate, changesAuthentication: true),
+                operationID: "rotateIdentitySecret", handler: rotate),
         ]
     }
 
@@ -84,7 +82,7 @@ struct TenantController {
     }
 
     private func unverified(_ tenant: TenantRecord, _ context: RequestContext) -> Int {
-        usage.count(tenantID: tenant.id, nowMillis: context.now.millis)
+        usage.unverifiedCalls(tenantID: tenant.id, nowMillis: context.now.millis)
     }
 }
 

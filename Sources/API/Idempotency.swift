@@ -154,6 +154,11 @@ extension Application {
                 case .success(.fresh(let response)): done(response)
                 case .success(.stored(let stored)): done(claim.answer(from: stored, requestID: requestID))
                 case .failure(let error):
+                    // Another server kept its answer for this key first (our insert hit its row):
+                    // that answer is the one to give.
+                    if let stored = try? store.read({ try $0.idempotencyRecord(scope: claim.scope, key: claim.key) }) {
+                        return done(claim.answer(from: stored, requestID: requestID))
+                    }
                     // The effect rolled back; a refusal (4xx) is still an answer worth keeping.
                     keep(failure(error, requestID: requestID, route: routeName), claim, now: now, then: done)
                 }

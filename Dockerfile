@@ -16,6 +16,7 @@ COPY Examples ./Examples
 COPY bench/sdk ./bench/sdk
 COPY migrations ./migrations
 COPY openapi.json ./
+COPY dashboard ./dashboard
 RUN swift build -c release --static-swift-stdlib --product buzzkit \
     && mkdir -p /out && cp "$(swift build -c release --show-bin-path)/buzzkit" /out/
 # The static backtracer prints a readable crash report from a binary with no debug tools around.

@@ -56,10 +56,13 @@ let package = Package(
         .target(
             name: "API", dependencies: ["HTTPServer", "Identity", "JSON", "WebhookDelivery", "WebhookSigning"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
+        // `buzzkit copy`: one reader and one writer per engine behind a small seam.
+        .target(name: "StoreCopy", dependencies: ["SQLite", "Postgres", "JSON"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "CLI",
             dependencies: [
-                "API", "Storage", "SQLite", "PostgresStorage", "WebhookDelivery", "WebhookSigning", "WebhookClient",
+                "API", "Storage", "SQLite", "PostgresStorage", "StoreCopy", "WebhookDelivery", "WebhookSigning",
+                "WebhookClient",
             ],
             swiftSettings: swiftSettings),
 
@@ -113,6 +116,10 @@ let package = Package(
         .testTarget(
             name: "WebhookDeliveryTests",
             dependencies: ["WebhookDelivery", "TestSupport", "API", "Identity", "Storage", "WebhookSigning"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "StoreCopyTests",
+            dependencies: ["StoreCopy", "SQLite", "Storage", "Postgres", "PostgresStorage", "TestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "WebhookSigningTests", dependencies: ["WebhookSigning", "Crypto"],

@@ -30,7 +30,7 @@ struct EmbedFiles: BuildToolPlugin {
             variable = "embeddedMigrations"
         }
         let output = context.pluginWorkDirectoryURL.appendingPathComponent("Embedded_\(variable).swift")
-        return [
+        var commands: [Command] = [
             .buildCommand(
                 displayName: "Embedding \(files.count) file(s) into \(target.name)",
                 executable: try context.tool(named: "FileEmbedder").url,
@@ -38,5 +38,36 @@ struct EmbedFiles: BuildToolPlugin {
                 inputFiles: files,
                 outputFiles: [output])
         ]
+        // The dashboard's page, script and styles (API.md §15) go into `API` too, as a second list.
+        if target.name == "API" {
+            let folder = root.appendingPathComponent("dashboard")
+            let page = ((try? FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)) ?? [])
+                .filter { ["html", "css", "js", "svg"].contains($0.pathExtension) }
+                .sorted { $0.lastPathComponent < $1.lastPathComponent }
+            // Fail the build rather than ship a binary whose /dashboard is a 404 (a build context,
+            // such as a Dockerfile's, that left the folder out).
+            guard page.contains(where: { $0.lastPathComponent == "index.html" }) else {
+                throw PluginError.missing(folder.path + "/index.html")
+            }
+            let pageOutput = context.pluginWorkDirectoryURL.appendingPathComponent("Embedded_embeddedDashboardFiles.swift")
+            commands.append(
+                .buildCommand(
+                    displayName: "Embedding \(page.count) dashboard file(s) into API",
+                    executable: try context.tool(named: "FileEmbedder").url,
+                    arguments: [pageOutput.path, "embeddedDashboardFiles"] + page.map(\.path),
+                    inputFiles: page,
+                    outputFiles: [pageOutput]))
+        }
+        return commands
+    }
+}
+
+/// A file the build needs is not in the package.
+enum PluginError: Error, CustomStringConvertible {
+    case missing(String)
+    var description: String {
+        switch self {
+        case .missing(let path): "EmbedFiles: \(path) is missing"
+        }
     }
 }

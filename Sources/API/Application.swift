@@ -99,6 +99,7 @@ package final class Application: Responder {
         routes += DeviceController().routes
         routes += KeyController().routes
         routes += WebhookController(destinations: configuration.webhookDestinations).routes
+        routes += DashboardController.routes
         for i in routes.indices { routes[i].name = "\(routes[i].method.rawValue) \(routes[i].path)" }
         self.routes = routes
         var router = Router<Route>()

@@ -6,7 +6,13 @@ enum Rendering {
     static func subscriber(_ s: SubscriberSnapshot) -> JSONValue {
         let r = s.record
         var attributes = JSONObject()
-        for (name, entry) in s.attributes { attributes[name] = entry.value }
+        // Who set each attribute: the app may never remove what the backend set (API.md §7),
+        // and the dashboard shows which is which.
+        var sources = JSONObject()
+        for (name, entry) in s.attributes {
+            attributes[name] = entry.value
+            sources[name] = .string(entry.setByBackend ? "backend" : "app")
+        }
         var channels = JSONObject()
         if let email = r.email {
             channels["email"] = ["address": .string(email), "subscribed": .bool(r.emailSubscribed)]
@@ -21,6 +27,7 @@ enum Rendering {
             "verified": .bool(r.verified),
             "email": r.email.map(JSONValue.string) ?? .null,
             "attributes": .object(attributes),
+            "attributeSources": .object(sources),
             "channels": .object(channels),
             "aliases": .array(s.aliases.map(JSONValue.string)),
             "pushSubscriptions": .array(s.pushSubscriptions.map(pushSubscription)),

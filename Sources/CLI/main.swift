@@ -6,7 +6,7 @@ import JSON
 import SQLite
 import Storage
 
-// `buzzkit`: serve, migrate, tenant create, backup, identity-hash (API.md §11).
+// `buzzkit`: serve, migrate, tenant create, backup, identity-hash, copy (API.md §11).
 
 let usage = """
     usage: buzzkit serve [--host H] [--port P] [--database PATH] [--config FILE]
@@ -14,6 +14,7 @@ let usage = """
            buzzkit tenant create NAME [--database PATH] [--config FILE]
            buzzkit backup DEST [--database PATH] [--config FILE]
            buzzkit identity-hash --secret S EXTERNAL_ID
+           buzzkit copy --from DB --to DB
            buzzkit webhook-verify --secret S --id ID --timestamp T [--signature SIG] BODYFILE
     """
 
@@ -137,6 +138,12 @@ func run(_ arguments: [String]) throws {
         print(
             IdentityVerifier.identityHash(externalId: positional[0], secret: IdentityVerifier.key(fromSecret: secret)))
 
+    case "copy":
+        let (flags, positional) = try parseFlags(rest, allowed: ["from", "to"])
+        guard positional.isEmpty, let from = flags["from"], let to = flags["to"] else {
+            throw CLIError(usage, status: 2)
+        }
+        try copyStore(from: from, to: to)
     case "webhook-verify":
         try webhookVerify(rest)
 

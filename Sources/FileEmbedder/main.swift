@@ -14,9 +14,10 @@ source += "let \(variable): [(fileName: String, contents: String)] = [\n"
 for path in arguments.dropFirst(2) {
     let url = URL(fileURLWithPath: path)
     let text = try String(contentsOf: url, encoding: .utf8)
-    // A raw string with enough #s that no text inside can close it early.
+    // A raw string with enough #s that no text inside can close it early or start an escape
+    // (`\#` in JavaScript or CSS would otherwise be read as one).
     var hashes = "#"
-    while text.contains("\"" + hashes) { hashes += "#" }
+    while text.contains("\"" + hashes) || text.contains("\\" + hashes) { hashes += "#" }
     source += "    (\"\(url.lastPathComponent)\", \(hashes)\"\"\"\n\(text)\n\"\"\"\(hashes)),\n"
 }
 source += "]\n"

@@ -59,6 +59,11 @@ package protocol IdentityReadContext: WebhookReadContext, IdempotencyReadContext
     func listSubscribers(
         tenantID: String, afterKey: Int64, limit: Int, anonymous: Bool?, verified: Bool?
     ) throws -> [SubscriberRecord]
+    /// Subscribers newest first with `key < beforeKey` (`Int64.max` for the first page), so an
+    /// operator sees who just arrived; a page reads about `limit` rows, whatever the filter.
+    func listSubscribers(
+        tenantID: String, beforeKey: Int64, limit: Int, anonymous: Bool?, verified: Bool?
+    ) throws -> [SubscriberRecord]
     /// Identified and verified subscriber counts, for the tenant settings view.
     func subscriberCounts(tenantID: String) throws -> (identified: Int, verified: Int)
 }

@@ -35,20 +35,33 @@ package enum Merger {
         anonymousID: String?, into externalID: String, existing: SubscriberRecord?,
         tenant: TenantRecord, in ctx: any IdentityWriteContext, now: Timestamp
     ) throws -> (SubscriberRecord, MergeResult) {
+        let (target, result, unsaved) = try mergeUnsaved(
+            anonymousID: anonymousID, into: externalID, existing: existing, tenant: tenant, in: ctx, now: now)
+        if unsaved { try ctx.updateSubscriber(target) }
+        return (target, result)
+    }
+
+    /// `merge` without its final UPDATE of the identified row: identify folds the proof and the
+    /// profile into the same record and saves it once (issue 14: one UPDATE per row per identify).
+    /// - Returns: also whether the record differs from its row and must be saved.
+    static func mergeUnsaved(
+        anonymousID: String?, into externalID: String, existing: SubscriberRecord?,
+        tenant: TenantRecord, in ctx: any IdentityWriteContext, now: Timestamp
+    ) throws -> (SubscriberRecord, MergeResult, unsaved: Bool) {
         var noMerge = MergeResult(shape: .none, from: anonymousID, eventsMoved: 0)
         guard let anonymousID else {
             noMerge.from = nil
             return (
                 try existing ?? ctx.insertSubscriber(tenantID: tenant.id, id: externalID, anonymous: false, now: now),
-                noMerge
+                noMerge, false
             )
         }
         /// No merge, and why: the identify still goes on for the external id.
-        func refuse(_ refusal: MergeRefusal) throws -> (SubscriberRecord, MergeResult) {
+        func refuse(_ refusal: MergeRefusal) throws -> (SubscriberRecord, MergeResult, unsaved: Bool) {
             noMerge.refusal = refusal
             return (
                 try existing ?? ctx.insertSubscriber(tenantID: tenant.id, id: externalID, anonymous: false, now: now),
-                noMerge
+                noMerge, false
             )
         }
         let maxAliases = tenant.settings.maxAliases
@@ -60,7 +73,7 @@ package enum Merger {
         var result = MergeResult(shape: .link, from: anonymousID, eventsMoved: 0)
         if var source = try ctx.subscriber(tenantID: tenant.id, alias: anonymousID) {
             if let existing, source.key == existing.key {
-                return (existing, noMerge)  // a retry: already an alias of this person
+                return (existing, noMerge, false)  // a retry: already an alias of this person
             }
             guard source.anonymous else { return try refuse(.sourceIdentified(anonymousID: anonymousID)) }
             guard try targetIDs() + ctx.aliasCount(key: source.key) <= maxAliases else {
@@ -98,14 +111,13 @@ package enum Merger {
             target.eventCount += 1
         }
         target.updatedAt = now
-        try ctx.updateSubscriber(target)
         try WebhookOutbox.record(
             .subscriberMerged,
             [
                 "subscriberId": .string(target.id), "from": .string(anonymousID),
                 "shape": .string(result.shape.rawValue), "eventsMoved": .number(String(result.eventsMoved)),
             ], tenantID: tenant.id, in: ctx, now: now)
-        return (target, result)
+        return (target, result, true)
     }
 
     /// Moves everything of `source` onto `target` and retires `source`. Returns events moved.

@@ -49,7 +49,8 @@ package enum Operations {
         let proven = try Access.authorize(
             withProof, externalID: command.externalID, everVerified: existing?.verified ?? false, now: now)
 
-        var (subscriber, merge) = try Merger.merge(
+        // The merge, the proof and the profile each change the record; it is saved once, below.
+        var (subscriber, merge, unsaved) = try Merger.mergeUnsaved(
             anonymousID: command.anonymousID, into: command.externalID, existing: existing,
             tenant: tenant, in: ctx, now: now)
         var result = OperationResult(subscriber: subscriber)
@@ -59,14 +60,18 @@ package enum Operations {
         if result.created { try WebhookOutbox.subscriberCreated(subscriber, in: ctx, now: now) }
         if proven && !subscriber.verified {
             subscriber.verified = true
-            subscriber.updatedAt = now
-            try ctx.updateSubscriber(subscriber)
+            unsaved = true
             try WebhookOutbox.record(
                 .subscriberVerified, ["subscriberId": .string(subscriber.id)], tenantID: tenant.id, in: ctx, now: now)
         }
-        result.warnings += try applyProfile(
-            to: &subscriber, email: command.email, attributes: command.attributes,
-            subscribeEmail: command.subscribeEmail, source: .app, tenant: tenant, in: ctx, now: now)
+        let profile = try mergeProfile(
+            into: &subscriber, email: command.email, attributes: command.attributes,
+            subscribeEmail: command.subscribeEmail, source: .app, tenant: tenant, in: ctx)
+        result.warnings += profile.warnings
+        if unsaved || profile.changed {
+            subscriber.updatedAt = now
+            try ctx.updateSubscriber(subscriber)
+        }
         if let device = command.device {
             try ctx.upsertDevice(key: subscriber.key, device)
         }
@@ -157,6 +162,22 @@ package enum Operations {
         to subscriber: inout SubscriberRecord, email: String?, attributes: JSONObject?, subscribeEmail: Bool?,
         source: AttributeMerge.Source, tenant: TenantRecord, in ctx: any IdentityWriteContext, now: Timestamp
     ) throws -> [IdentityWarning] {
+        let profile = try mergeProfile(
+            into: &subscriber, email: email, attributes: attributes, subscribeEmail: subscribeEmail, source: source,
+            tenant: tenant, in: ctx)
+        if profile.changed {
+            subscriber.updatedAt = now
+            try ctx.updateSubscriber(subscriber)
+        }
+        return profile.warnings
+    }
+
+    /// `applyProfile` up to the subscriber's row: writes the attributes, changes the record, and
+    /// says whether the row must be saved, which the caller does once with its own changes.
+    static func mergeProfile(
+        into subscriber: inout SubscriberRecord, email: String?, attributes: JSONObject?, subscribeEmail: Bool?,
+        source: AttributeMerge.Source, tenant: TenantRecord, in ctx: any IdentityWriteContext
+    ) throws -> (warnings: [IdentityWarning], changed: Bool) {
         var incoming = attributes ?? JSONObject()
         // The email is saved as the `email` attribute whichever way it came (API.md §6.4).
         var address = email
@@ -199,10 +220,6 @@ package enum Operations {
                 changed = true
             }
         }
-        if changed {
-            subscriber.updatedAt = now
-            try ctx.updateSubscriber(subscriber)
-        }
-        return warnings
+        return (warnings, changed)
     }
 }

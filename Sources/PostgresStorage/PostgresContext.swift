@@ -182,6 +182,20 @@ struct PostgresContext: IdentityWriteContext {
         ).map(Self.subscriberRecord)
     }
 
+    func listSubscribers(
+        tenantID: String, beforeKey: Int64, limit: Int, anonymous: Bool?, verified: Bool?
+    ) throws -> [SubscriberRecord] {
+        // Newest first for the dashboard: PostgreSQL walks `subscribers_by_tenant` backwards.
+        try db.query(
+            """
+            SELECT \(Self.subscriberColumns) FROM subscribers
+            WHERE tenant_id = $1 AND key < $2 AND ($3::boolean IS NULL OR anonymous = $3::boolean)
+                AND ($4::boolean IS NULL OR verified = $4::boolean) AND NOT retired
+            ORDER BY key DESC LIMIT $5
+            """, [tenantID, beforeKey, anonymous, verified, limit]
+        ).map(Self.subscriberRecord)
+    }
+
     func subscriberCounts(tenantID: String) throws -> (identified: Int, verified: Int) {
         let row = try db.queryOne(
             """

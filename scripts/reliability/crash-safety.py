@@ -7,9 +7,15 @@ same database, and check that
     write transaction, leave no trace),
   * every request cut off by the kill happened entirely or not at all (an event batch is all
     its events or none; an identify is both the person and the alias or neither),
-  * PRAGMA integrity_check is ok on the crashed files (before the restart) and at the end.
+  * PRAGMA integrity_check is ok on the crashed files (before the restart) and at the end
+    (SQLite only).
 
-usage: crash-safety.py [--cycles N] [--workers W] [--seed S]
+On PostgreSQL (`--database postgres://…`, or $BUZZKIT_CRASH_DATABASE) the same load and checks run
+against a fresh database created on that server for this run with psql (the URL names the server;
+its database is only used to connect) and dropped when the run passes. A SIGKILL of buzzkit must
+lose nothing that PostgreSQL committed and acknowledged.
+
+usage: crash-safety.py [--cycles N] [--workers W] [--seed S] [--database postgres://…]
 """
 
 import argparse
@@ -17,6 +23,7 @@ import os
 import random
 import shutil
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import threading
@@ -185,6 +192,23 @@ def integrity_of_crashed_files(database):
         shutil.rmtree(d, ignore_errors=True)
 
 
+def is_postgres(url):
+    return url is not None and (url.startswith("postgres://") or url.startswith("postgresql://"))
+
+
+def with_database(url, name):
+    """`url` with its database name replaced by `name` (query string kept)."""
+    scheme, rest = url.split("://", 1)
+    rest, query = (rest.split("?", 1) + [""])[:2]
+    authority = rest.split("/", 1)[0]
+    return "%s://%s/%s%s" % (scheme, authority, name, "?" + query if query else "")
+
+
+def psql(url, sql):
+    subprocess.run(["psql", url, "-qAtX", "-v", "ON_ERROR_STOP=1", "-c", sql], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cycles", type=int, default=20)
@@ -192,13 +216,22 @@ def main():
     ap.add_argument("--min-run", type=float, default=0.3, help="shortest load before the kill (s)")
     ap.add_argument("--max-run", type=float, default=3.0, help="longest load before the kill (s)")
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--database", default=os.environ.get("BUZZKIT_CRASH_DATABASE"),
+                    help="a postgres:// URL of a server to run against (default: a SQLite file)")
     args = ap.parse_args()
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
     print("crash-safety: %d cycles, %d workers, seed %d" % (args.cycles, args.workers, seed), flush=True)
 
     directory = tempfile.mkdtemp(prefix="buzzkit-crash-")
-    database = os.path.join(directory, "buzzkit.sqlite")
+    postgres = is_postgres(args.database)
+    if postgres:
+        name = "bk_crash_%d_%s" % (os.getpid(), alnum(8).lower())
+        psql(args.database, "CREATE DATABASE %s" % name)
+        database = with_database(args.database, name)
+        print("crash-safety: on PostgreSQL, database %s" % name, flush=True)
+    else:
+        database = os.path.join(directory, "buzzkit.sqlite")
     server = Server(database, directory, config={"synchronous": "full"}).start()
     key = server.create_tenant("crash")["secretKey"]
     all_ops, failures, totals = [], [], {ACK: 0, ERR: 0, UNKNOWN: 0, REFUSED: 0}
@@ -218,11 +251,11 @@ def main():
         stop.set()
         for t in threads:
             t.join()
-        wal = os.path.getsize(database + "-wal") if os.path.exists(database + "-wal") else 0
-        crashed_check = integrity_of_crashed_files(database)
+        wal = os.path.getsize(database + "-wal") if not postgres and os.path.exists(database + "-wal") else 0
+        crashed_check = ["ok (PostgreSQL)"] if postgres else integrity_of_crashed_files(database)
         server.start()
         problems = check(server.port, key, ops)
-        if crashed_check != ["ok"]:
+        if not crashed_check[0].startswith("ok"):
             problems.append("integrity_check after the kill: %s" % crashed_check[:3])
         counts = {k: sum(1 for o in ops if o.outcome == k) for k in totals}
         for k in totals:
@@ -240,11 +273,14 @@ def main():
     # Everything acknowledged in any cycle is still there after all the crashes.
     final = check(server.port, key, all_ops)
     code = server.terminate()
-    end_check = sqlite3.connect(database)
-    final_integrity = [r[0] for r in end_check.execute("PRAGMA integrity_check")]
-    end_check.close()
+    if postgres:
+        final_integrity = ["ok (PostgreSQL)"]
+    else:
+        end_check = sqlite3.connect(database)
+        final_integrity = [r[0] for r in end_check.execute("PRAGMA integrity_check")]
+        end_check.close()
     failures += final
-    if final_integrity != ["ok"]:
+    if not final_integrity[0].startswith("ok"):
         failures.append("final integrity_check: %s" % final_integrity[:3])
     five = sum(1 for line in server.logs().splitlines() if '"status":5' in line)
     print("total: %d cycles in %.0fs, %d requests: %d 2xx, %d 4xx (deliberate), %d cut off by the kill, "
@@ -257,6 +293,8 @@ def main():
         print("FAIL: %d violations (seed %d); data in %s" % (len(failures), seed, directory))
         sys.exit(1)
     shutil.rmtree(directory, ignore_errors=True)
+    if postgres:
+        psql(args.database, "DROP DATABASE %s WITH (FORCE)" % name)
     print("PASS")
 
 

@@ -67,21 +67,33 @@ struct SubscriberController {
         let caller = try context.requireCaller()
         let query = context.query
         let limit = try Self.limit(query)
-        var afterKey: Int64 = 0
+        let newestFirst: Bool
+        switch query["order"] {
+        case nil, "", "oldest": newestFirst = false
+        case "newest": newestFirst = true
+        default: throw APIError.invalidRequest("'order' must be oldest or newest.")
+        }
+        var fromKey: Int64 = newestFirst ? .max : 0
         if let cursor = query["cursor"], !cursor.isEmpty {
-            guard let key = Self.decodeCursor(cursor) else {
-                throw APIError.invalidRequest("'cursor' is not a cursor this server gave.")
+            guard let key = Self.decodeCursor(cursor, newestFirst: newestFirst) else {
+                throw APIError.invalidRequest("'cursor' is not a cursor this server gave for this order.")
             }
-            afterKey = key
+            fromKey = key
         }
         let anonymous = try Self.boolParameter(query, "anonymous")
         let verified = try Self.boolParameter(query, "verified")
         return try context.store.read { ctx in
-            let page = try ctx.listSubscribers(
-                tenantID: caller.tenant.id, afterKey: afterKey, limit: limit + 1, anonymous: anonymous,
-                verified: verified)
+            let page =
+                newestFirst
+                ? try ctx.listSubscribers(
+                    tenantID: caller.tenant.id, beforeKey: fromKey, limit: limit + 1, anonymous: anonymous,
+                    verified: verified)
+                : try ctx.listSubscribers(
+                    tenantID: caller.tenant.id, afterKey: fromKey, limit: limit + 1, anonymous: anonymous,
+                    verified: verified)
             let shown = Array(page.prefix(limit))
-            let next: JSONValue = page.count > limit ? .string(Self.encodeCursor(shown.last!.key)) : .null
+            let next: JSONValue =
+                page.count > limit ? .string(Self.encodeCursor(shown.last!.key, newestFirst: newestFirst)) : .null
             // Every item is the whole subscriber of API.md §4, read a page at a time.
             let snapshots = try ctx.snapshots(of: shown)
             return .reply(Reply(["subscribers": .array(snapshots.map(Rendering.subscriber)), "nextCursor": next]))
@@ -216,12 +228,16 @@ struct SubscriberController {
         }
     }
 
-    /// Cursors are opaque to clients: base64url of `s:<key>`, so the format can change.
-    static func encodeCursor(_ key: Int64) -> String { Base64URL.encode(Array("s:\(key)".utf8)) }
+    /// Cursors are opaque to clients: base64url of `s:<key>` (oldest first) or `n:<key>` (newest
+    /// first), so the format can change and a cursor of one order is refused by the other.
+    static func encodeCursor(_ key: Int64, newestFirst: Bool = false) -> String {
+        Base64URL.encode(Array("\(newestFirst ? "n" : "s"):\(key)".utf8))
+    }
 
-    static func decodeCursor(_ cursor: String) -> Int64? {
+    static func decodeCursor(_ cursor: String, newestFirst: Bool = false) -> Int64? {
+        let prefix = newestFirst ? "n:" : "s:"
         guard let bytes = Base64URL.decode(cursor), let text = String(validating: bytes, as: UTF8.self),
-            text.hasPrefix("s:"), let key = Int64(text.dropFirst(2)), key >= 0
+            text.hasPrefix(prefix), let key = Int64(text.dropFirst(2)), key >= 0
         else { return nil }
         return key
     }

@@ -27,15 +27,17 @@ let package = Package(
 
         // MARK: - Wire format, event loop, server
         .target(name: "HTTP1", swiftSettings: swiftSettings),
-        .target(name: "Reactor", dependencies: ["CLinux"], swiftSettings: swiftSettings),
+        // Locks, condition waits, the monotonic clock and named threads over pthreads: no Foundation.
+        .target(name: "Threads", dependencies: ["CLinux"], swiftSettings: swiftSettings),
+        .target(name: "Reactor", dependencies: ["CLinux", "Threads"], swiftSettings: swiftSettings),
         .target(
-            name: "HTTPServer", dependencies: ["HTTP1", "Reactor", "CZlib"],
+            name: "HTTPServer", dependencies: ["HTTP1", "Reactor", "CZlib", "Threads"],
             swiftSettings: swiftSettings),
 
         // MARK: - Storage engine and crypto primitives
-        .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: swiftSettings),
+        .target(name: "SQLite", dependencies: ["CSQLite", "Threads"], swiftSettings: swiftSettings),
         .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
-        .target(name: "Postgres", dependencies: ["CPostgreSQL"], swiftSettings: swiftSettings),
+        .target(name: "Postgres", dependencies: ["CPostgreSQL", "Threads"], swiftSettings: swiftSettings),
         .target(name: "JSON", swiftSettings: swiftSettings),
 
         // MARK: - Domain, its SQLite store, the API, the executable
@@ -48,13 +50,14 @@ let package = Package(
             name: "Storage", dependencies: ["Identity", "SQLite"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         .target(
-            name: "PostgresStorage", dependencies: ["Identity", "Postgres", "JSON"],
+            name: "PostgresStorage", dependencies: ["Identity", "Postgres", "JSON", "Threads"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         .target(
-            name: "WebhookDelivery", dependencies: ["Identity", "Crypto", "WebhookSigning"],
+            name: "WebhookDelivery", dependencies: ["Identity", "Crypto", "WebhookSigning", "Threads"],
             swiftSettings: swiftSettings),
         .target(
-            name: "API", dependencies: ["HTTPServer", "Identity", "JSON", "WebhookDelivery", "WebhookSigning"],
+            name: "API",
+            dependencies: ["HTTPServer", "Identity", "JSON", "Threads", "WebhookDelivery", "WebhookSigning"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         // `buzzkit copy`: one reader and one writer per engine behind a small seam.
         .target(name: "StoreCopy", dependencies: ["SQLite", "Postgres", "JSON"], swiftSettings: swiftSettings),
@@ -62,14 +65,14 @@ let package = Package(
             name: "CLI",
             dependencies: [
                 "API", "Storage", "SQLite", "PostgresStorage", "StoreCopy", "WebhookDelivery", "WebhookSigning",
-                "WebhookClient",
+                "WebhookClient", "Threads",
             ],
             swiftSettings: swiftSettings),
 
         // MARK: - Webhooks: signing and the outbound HTTP client the delivery worker plugs in
         .target(name: "WebhookSigning", dependencies: ["Crypto"], swiftSettings: swiftSettings),
         .target(
-            name: "WebhookClient", dependencies: ["COpenSSLTLS", "HTTP1", "Reactor"],
+            name: "WebhookClient", dependencies: ["COpenSSLTLS", "HTTP1", "Reactor", "Threads"],
             swiftSettings: swiftSettings),
 
         // MARK: - The client SDK (depends on nothing of the server), its example and bench
@@ -88,8 +91,9 @@ let package = Package(
             path: "Tests/TestSupport", swiftSettings: swiftSettings),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP1", "Reactor"],
+            name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP1", "Reactor", "Threads"],
             swiftSettings: swiftSettings),
+        .testTarget(name: "ThreadsTests", dependencies: ["Threads"], swiftSettings: swiftSettings),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "CSQLite"], swiftSettings: swiftSettings),
         .testTarget(
             name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: swiftSettings),
@@ -125,7 +129,7 @@ let package = Package(
             name: "WebhookSigningTests", dependencies: ["WebhookSigning", "Crypto"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "WebhookClientTests", dependencies: ["WebhookClient", "Reactor"],
+            name: "WebhookClientTests", dependencies: ["WebhookClient", "Reactor", "Threads"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "EndToEndTests",

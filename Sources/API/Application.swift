@@ -2,6 +2,7 @@ import HTTP1
 import HTTPServer
 import Identity
 import JSON
+import Threads
 import WebhookDelivery
 
 /// What a handler produced: an answer now (reads), or a job for the writer (writes).
@@ -113,7 +114,7 @@ package final class Application: Responder {
     /// synchronous paths; only a write's callback captures what it needs (bench/README.md).
     package func respond(to request: HTTPRequest, completion: @escaping @Sendable (HTTPResponse) -> Void) {
         var exchange = Exchange(
-            request: request, requestID: Self.requestID(from: request.headers), started: monotonicNanos(),
+            request: request, requestID: Self.requestID(from: request.headers), started: monotonicNanoseconds(),
             completion: completion)
         var context = RequestContext(
             request: request, parameters: [:], requestID: exchange.requestID, now: clock.now(), caller: nil, key: nil,
@@ -221,7 +222,7 @@ package final class Application: Responder {
 
     /// Metrics, the access log line, then the answer.
     private func finish(_ exchange: Exchange, _ response: HTTPResponse) {
-        let nanos = monotonicNanos() - exchange.started
+        let nanos = monotonicNanoseconds() - exchange.started
         metrics.recordRequest(route: exchange.routeName, status: response.status.code, nanos: nanos)
         if logger.isEnabled(.info) {
             var fields: JSONObject = [

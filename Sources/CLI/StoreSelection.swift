@@ -1,10 +1,10 @@
 import API
-import Dispatch
 import Identity
 import JSON
 import PostgresStorage
 import SQLite
 import Storage
+import Threads
 
 /// A store as `serve` and the other commands use it: reads, writes and a lifecycle.
 typealias ServedStore = any IdentityStore & StoreLifecycle
@@ -75,12 +75,11 @@ func migrateStore(_ settings: Settings) throws -> [String] {
 func writeAndWait<T: Sendable>(
     _ store: any IdentityStore, _ body: @escaping @Sendable (any IdentityWriteContext) throws -> T
 ) throws -> T {
-    let done = DispatchSemaphore(value: 0)
-    nonisolated(unsafe) var outcome: Result<T, any Error>?
+    // The outcome is handed over under the lock, so no unchecked shared variable is needed.
+    let outcome = ConditionLock<Result<T, any Error>?>(nil)
     store.write(body) { result in
-        outcome = result
-        done.signal()
+        outcome.withLock { $0 = result }
+        outcome.broadcast()
     }
-    done.wait()
-    return try outcome!.get()
+    return try outcome.withLock(waitingUntil: { $0 != nil }) { $0! }.get()
 }

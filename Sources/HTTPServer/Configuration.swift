@@ -1,5 +1,6 @@
 import HTTP1
 import Reactor
+import Threads
 
 extension HTTPServer {
     /// Every limit and knob of the server, with the documented defaults (API.md §10).

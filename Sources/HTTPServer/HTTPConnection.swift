@@ -1,5 +1,6 @@
 import HTTP1
 import Reactor
+import Threads
 
 /// Per-loop state shared by the connections on that loop. Confined to the loop's thread.
 final class LoopContext: @unchecked Sendable {

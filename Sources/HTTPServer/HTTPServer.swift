@@ -2,6 +2,7 @@ import Glibc
 import HTTP1
 import Reactor
 import Synchronization
+import Threads
 
 /// What every loop of one server shares: the responder, the limits, the counters.
 final class ServerShared: Sendable {

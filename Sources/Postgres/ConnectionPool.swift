@@ -1,4 +1,5 @@
 import Glibc
+import Threads
 
 /// At most `maxConnections` connections to one database, opened on demand and lent to one
 /// borrower at a time. A connection that comes back broken (server restarted, network lost)

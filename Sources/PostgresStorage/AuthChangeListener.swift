@@ -1,6 +1,7 @@
 import Glibc
 import Postgres
 import Synchronization
+import Threads
 
 /// A dedicated connection that `LISTEN`s for changes to workspaces, tenants and keys made by any
 /// server, and calls `onChange` for each batch of notifications.
@@ -32,12 +33,12 @@ final class AuthChangeListener: Sendable {
     /// down at start-up is not waited for longer: the cache's 1-second lifetime covers that).
     func start(timeout: Duration = .seconds(5)) {
         guard started.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
-        BackgroundThread { [self] in
+        NamedThread.detach(name: "pg-listen") { [self] in
             run()
             finished.signal()
-        }.start()
-        let deadline = ContinuousClock.now + timeout
-        while !listening.load(ordering: .acquiring) && ContinuousClock.now < deadline { usleep(2_000) }
+        }
+        let deadline = monotonicNanoseconds() &+ timeout.nanoseconds
+        while !listening.load(ordering: .acquiring) && monotonicNanoseconds() < deadline { usleep(2_000) }
     }
 
     /// Stops the thread and waits for it (at most one poll interval).

@@ -2,6 +2,7 @@ import Glibc
 import Identity
 import Postgres
 import Synchronization
+import Threads
 
 /// `IdentityStore` on PostgreSQL, for any number of `buzzkit serve` processes sharing one
 /// database (API.md §12). A sibling of `SQLiteIdentityStore`: the domain and the API are the same.

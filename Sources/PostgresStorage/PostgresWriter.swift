@@ -2,6 +2,7 @@ import Glibc
 import Identity
 import Postgres
 import Synchronization
+import Threads
 
 /// The write side of the PostgreSQL store: a queue of jobs and a few writer threads, each
 /// committing up to `maxBatch` queued jobs per transaction with a savepoint per job, so one
@@ -56,7 +57,7 @@ final class PostgresWriter: Sendable {
         self.afterCommit = afterCommit
         for _ in 0..<max(1, threads) {
             queue.withLock { $0.running += 1 }
-            BackgroundThread { [self] in run() }.start()
+            NamedThread.detach(name: "pg-writer") { [self] in run() }
         }
     }
 

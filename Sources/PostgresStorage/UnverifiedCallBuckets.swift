@@ -1,6 +1,7 @@
 import Glibc
 import Postgres
 import Synchronization
+import Threads
 
 /// The tenant's unverified app calls per hour, in the `unverified_calls` table so the 24-hour
 /// count covers every server. Calls are counted in memory and added to the table about once
@@ -50,7 +51,7 @@ final class UnverifiedCallBuckets: Sendable {
         guard started.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
         let millis = max(
             10, Int(interval.components.seconds * 1000 + interval.components.attoseconds / 1_000_000_000_000_000))
-        BackgroundThread { [self] in
+        NamedThread.detach(name: "pg-usage-flush") { [self] in
             var waited = 0
             while !stopped.load(ordering: .relaxed) {
                 usleep(50_000)
@@ -61,7 +62,7 @@ final class UnverifiedCallBuckets: Sendable {
                 }
             }
             finished.signal()
-        }.start()
+        }
     }
 
     /// Stops the thread, then flushes what is left.

@@ -1,6 +1,7 @@
 import CLinux
 import Glibc
 import Synchronization
+import Threads
 
 /// Something registered on an event loop for readiness of one fd. Called on the loop thread.
 package protocol IOHandler: AnyObject {
@@ -42,7 +43,7 @@ package final class EventLoop: @unchecked Sendable {
     private let wakeupPending = Atomic<Bool>(false)
     private let threadID = Atomic<UInt>(0)
     private let finished = Atomic<Bool>(false)
-    private var thread: pthread_t?
+    private var thread: NamedThread?
 
     /// Creates the epoll instance and the wake-up eventfd; call `start()` to run.
     package init(name: String) throws {
@@ -71,17 +72,8 @@ package final class EventLoop: @unchecked Sendable {
 
     /// Starts the loop on a new thread.
     package func start() {
-        let box = Unmanaged.passRetained(self).toOpaque()
-        var tid = pthread_t()
-        let rc = pthread_create(
-            &tid, nil,
-            { raw in
-                let loop = Unmanaged<EventLoop>.fromOpaque(raw!).takeRetainedValue()
-                loop.run()
-                return nil
-            }, box)
-        precondition(rc == 0, "pthread_create failed: \(rc)")
-        thread = tid
+        // The thread holds the loop until `run` returns, as the loop's owner may drop it first.
+        thread = NamedThread.start(name: name) { [self] in run() }
     }
 
     /// Runs `task` on the loop thread, soon. Safe from any thread, including the loop's.
@@ -98,7 +90,7 @@ package final class EventLoop: @unchecked Sendable {
         execute { [self] in running = false }
         if !inEventLoop, let thread {
             if !finished.exchange(true, ordering: .acquiringAndReleasing) {
-                pthread_join(thread, nil)
+                thread.join()
             }
         }
     }

@@ -62,22 +62,6 @@ package func blockingSyscall<T: FixedWidthInteger>(_ name: StaticString, _ body:
     }
 }
 
-/// Monotonic time in nanoseconds (`CLOCK_MONOTONIC`): deadlines never jump with wall time.
-package func monotonicNanoseconds() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
-}
-
-extension Duration {
-    /// The duration in whole nanoseconds, clamped at zero.
-    package var nanoseconds: UInt64 {
-        let (seconds, attoseconds) = components
-        if seconds < 0 { return 0 }
-        return UInt64(seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000)
-    }
-}
-
 /// Online processor count (at least 1), the default number of event loops.
 package func processorCount() -> Int {
     max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))

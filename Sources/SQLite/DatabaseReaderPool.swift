@@ -1,4 +1,5 @@
 import Glibc
+import Threads
 
 /// A fixed set of read connections for WAL readers, borrowed one at a time.
 ///

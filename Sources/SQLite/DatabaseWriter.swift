@@ -1,5 +1,6 @@
 import Glibc
 import Synchronization
+import Threads
 
 /// Where the SQLite layer reports a failure that has no caller to throw to (a PRAGMA on the
 /// writer thread, a background checkpoint), for the log and a metric: `operation` names what
@@ -103,10 +104,10 @@ package final class DatabaseWriter: Sendable {
         self.shared = shared
         let deliveries = ConditionLock(Deliveries())
         self.deliveries = deliveries
-        DetachedThread.start(name: "buzzkit-db-complete") { Self.runCompletions(deliveries) }
+        NamedThread.detach(name: "db-complete") { Self.runCompletions(deliveries) }
         // The connection is not Sendable; after this line only the writer thread touches it.
         let transfer = UnsafeTransfer(value: database)
-        DetachedThread.start(name: "buzzkit-db-writer") {
+        NamedThread.detach(name: "db-writer") {
             WriterLoop(
                 database: transfer.value, shared: shared, deliveries: deliveries, maxBatch: maxBatch,
                 onCommit: onCommit, afterGroup: afterGroup, onError: onError, commits: commitsCounter
@@ -275,7 +276,6 @@ package final class DatabaseWriter: Sendable {
         let afterGroup: (@Sendable () -> Void)?
         let onError: DatabaseErrorHandler?
         let commits: Commits
-        let clock = ContinuousClock()
 
         /// Runs maintenance SQL whose failure no job would see: reported, never swallowed.
         private func maintain(_ operation: String, _ body: () throws -> Void) {
@@ -360,7 +360,7 @@ package final class DatabaseWriter: Sendable {
                     return (jobs[(index + 1)...], false)
                 }
             }
-            let start = clock.now
+            let start = monotonicNanoseconds()
             do {
                 try database.execute("COMMIT TRANSACTION", [])
             } catch {
@@ -369,7 +369,7 @@ package final class DatabaseWriter: Sendable {
                 deliver(completions.map { complete in { complete(error) } })
                 return ([], false)
             }
-            let duration = start.duration(to: clock.now)
+            let duration = Duration.nanoseconds(Int64(monotonicNanoseconds() - start))
             // Metrics first, so whoever a completion wakes already sees this commit counted.
             onCommit?(jobs.count, duration)
             afterGroup?()
@@ -407,7 +407,7 @@ private final class Checkpointer: Sendable {
     }
 
     func start() {
-        DetachedThread.start(name: "buzzkit-db-checkpoint") { self.run() }
+        NamedThread.detach(name: "db-checkpoint") { self.run() }
     }
 
     /// Ends the thread and closes its connection; blocks until done.

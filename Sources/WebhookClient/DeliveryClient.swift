@@ -1,6 +1,7 @@
 import Glibc
 import HTTP1
 import Reactor
+import Threads
 
 /// A small blocking HTTP/1.1 client for webhook deliveries: one `POST`, read the status line,
 /// close. `http://` and `https://` (OpenSSL's libssl, certificate and host name verified).

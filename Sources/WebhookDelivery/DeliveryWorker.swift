@@ -1,6 +1,7 @@
-import Foundation
+import Glibc
 import Identity
 import Synchronization
+import Threads
 import WebhookSigning
 
 /// The outbox reader of one server (API.md §14): its own thread takes the due attempts in order,
@@ -58,7 +59,7 @@ package final class DeliveryWorker: Sendable {
     /// Starts the worker thread.
     package func start() {
         running.store(true, ordering: .sequentiallyConsistent)
-        let thread = Thread { [self] in
+        NamedThread.detach(name: "buzzkit-webhooks") { [self] in
             var lastPurge: Int64 = 0
             while !stopping.load(ordering: .relaxed) {
                 let sent = runOnce()
@@ -71,8 +72,6 @@ package final class DeliveryWorker: Sendable {
             }
             running.store(false, ordering: .sequentiallyConsistent)
         }
-        thread.name = "buzzkit-webhooks"
-        thread.start()
     }
 
     /// Asks the thread to stop and waits (a send in progress may take up to its timeout; the
@@ -81,7 +80,7 @@ package final class DeliveryWorker: Sendable {
         stopping.store(true, ordering: .sequentiallyConsistent)
         let deadline = ContinuousClock.now + limit
         while running.load(ordering: .sequentiallyConsistent) && ContinuousClock.now < deadline {
-            Thread.sleep(forTimeInterval: 0.01)
+            usleep(10_000)
         }
     }
 
@@ -208,7 +207,7 @@ package final class DeliveryWorker: Sendable {
 
     /// Runs `body` as one write job and waits for its commit; nil when it failed.
     private func blockingWrite<T: Sendable>(_ body: @escaping @Sendable (any IdentityWriteContext) throws -> T) -> T? {
-        let done = DispatchSemaphore(value: 0)
+        let done = Semaphore()
         let outcome = Mutex<T?>(nil)
         store.write({ ctx in try body(ctx) }) { result in
             if case .success(let value) = result { outcome.withLock { $0 = value } }
@@ -219,7 +218,7 @@ package final class DeliveryWorker: Sendable {
     }
 
     private func sleep(_ interval: Duration) {
-        Thread.sleep(forTimeInterval: Double(interval.milliseconds) / 1000)
+        usleep(UInt32(max(0, interval.milliseconds) * 1000))
     }
 }
 

@@ -4,6 +4,7 @@ import Glibc
 import Reactor
 import Synchronization
 import Testing
+import Threads
 
 @Suite struct EventLoopTests {
     @Test func executeFromAnotherThreadWakesTheLoopPromptly() throws {

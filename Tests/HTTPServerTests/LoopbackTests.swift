@@ -3,6 +3,7 @@ import Glibc
 import HTTP1
 import Reactor
 import Testing
+import Threads
 
 @testable import HTTPServer
 

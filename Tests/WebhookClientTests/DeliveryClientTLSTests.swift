@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Reactor
 import Testing
+import Threads
 import WebhookClient
 
 /// A CA, a certificate it signed for `localhost` only, and a Python HTTPS receiver serving it.

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Reactor
 import Testing
+import Threads
 import WebhookClient
 
 private func elapsed(_ body: () throws -> Void) rethrows -> Double {

@@ -53,13 +53,20 @@ let package = Package(
             name: "PostgresStorage", dependencies: ["Identity", "Postgres", "JSON", "Threads"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         .target(
-            name: "API", dependencies: ["HTTPServer", "Identity", "JSON", "Threads"],
+            name: "WebhookDelivery", dependencies: ["Identity", "Crypto", "WebhookSigning", "Threads"],
+            swiftSettings: swiftSettings),
+        .target(
+            name: "API",
+            dependencies: ["HTTPServer", "Identity", "JSON", "Threads", "WebhookDelivery", "WebhookSigning"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         // `buzzkit copy`: one reader and one writer per engine behind a small seam.
         .target(name: "StoreCopy", dependencies: ["SQLite", "Postgres", "JSON"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "CLI",
-            dependencies: ["API", "Storage", "SQLite", "PostgresStorage", "StoreCopy", "WebhookSigning", "Threads"],
+            dependencies: [
+                "API", "Storage", "SQLite", "PostgresStorage", "StoreCopy", "WebhookDelivery", "WebhookSigning",
+                "WebhookClient", "Threads",
+            ],
             swiftSettings: swiftSettings),
 
         // MARK: - Webhooks: signing and the outbound HTTP client the delivery worker plugs in
@@ -111,6 +118,10 @@ let package = Package(
             dependencies: ["BuzzKit", "BuzzKitExample", "CLI", "TestSupport", "Identity"],
             swiftSettings: swiftSettings),
         .testTarget(
+            name: "WebhookDeliveryTests",
+            dependencies: ["WebhookDelivery", "TestSupport", "API", "Identity", "Storage", "WebhookSigning"],
+            swiftSettings: swiftSettings),
+        .testTarget(
             name: "StoreCopyTests",
             dependencies: ["StoreCopy", "SQLite", "Storage", "Postgres", "PostgresStorage", "TestSupport"],
             swiftSettings: swiftSettings),
@@ -121,7 +132,8 @@ let package = Package(
             name: "WebhookClientTests", dependencies: ["WebhookClient", "Reactor", "Threads"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "EndToEndTests", dependencies: ["CLI", "TestSupport", "Identity", "JSON", "HTTP1", "Postgres"],
+            name: "EndToEndTests",
+            dependencies: ["CLI", "TestSupport", "Identity", "JSON", "HTTP1", "Postgres", "WebhookDelivery"],
             swiftSettings: swiftSettings),
     ]
 )

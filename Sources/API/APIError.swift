@@ -23,6 +23,8 @@ package struct APIError: Error, Sendable {
         package static let unsupportedMediaType = Code("unsupported_media_type", .unsupportedMediaType)
         package static let rateLimited = Code("rate_limited", .tooManyRequests)
         package static let internalError = Code("internal_error", .internalServerError)
+        package static let idempotencyKeyInProgress = Code("idempotency_key_in_progress", .conflict)
+        package static let idempotencyKeyReused = Code("idempotency_key_reused", .unprocessableContent)
 
         package var description: String { rawValue }
     }

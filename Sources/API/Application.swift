@@ -3,6 +3,7 @@ import HTTPServer
 import Identity
 import JSON
 import Threads
+import WebhookDelivery
 
 /// What a handler produced: an answer now (reads), or a job for the writer (writes).
 package enum Outcome: Sendable {
@@ -53,6 +54,8 @@ package struct ApplicationConfiguration: Sendable {
     package var clientKeyRatePerSecond: Double = 1000
     package var clientKeyBurst: Double = 2000
     package var logLevel: Logger.Level = .info
+    /// Where webhook endpoints may point (`webhookAllowPrivateNetworks`, API.md §14).
+    package var webhookDestinations = DestinationPolicy(allowPrivateNetworks: false)
     package init() {}
 }
 
@@ -65,6 +68,8 @@ package final class Application: Responder {
     let authenticator: Authenticator
     let rateLimiter: RateLimiter
     let usage: any UnverifiedCallLedger
+    /// `Idempotency-Key`s whose first request is running (API.md §13).
+    let idempotencyInFlight = IdempotencyInFlight()
     private let router: Router<Route>
     package let routes: [Route]
 
@@ -94,6 +99,7 @@ package final class Application: Responder {
         routes += EventController().routes
         routes += DeviceController().routes
         routes += KeyController().routes
+        routes += WebhookController(destinations: configuration.webhookDestinations).routes
         routes += DashboardController.routes
         for i in routes.indices { routes[i].name = "\(routes[i].method.rawValue) \(routes[i].path)" }
         self.routes = routes
@@ -176,6 +182,10 @@ package final class Application: Responder {
 
     /// Runs the handler: a read is answered now, a write once its group committed.
     private func dispatch(_ route: Route, _ context: RequestContext, _ exchange: Exchange) throws {
+        let tenant = context.caller?.tenant.id
+        if let claim = try IdempotencyClaim.read(context.request, route: route, key: context.key, tenantID: tenant) {
+            return respondIdempotently(claim, route: route, context: context) { [self] in finish(exchange, $0) }
+        }
         switch try route.handler(context) {
         case .reply(let reply):
             finish(exchange, render(reply, requestID: exchange.requestID))

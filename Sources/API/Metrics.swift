@@ -29,6 +29,7 @@ package final class Metrics: Sendable {
 
     private struct State {
         var merges: [String: UInt64] = [:]
+        var webhookDeliveries: [String: UInt64] = [:]
         var refusedMerges: [String: UInt64] = [:]
         var storageErrors: [String: UInt64] = [:]
         var batchSizes = Histogram(Metrics.batchBuckets)
@@ -74,6 +75,11 @@ package final class Metrics: Sendable {
     /// Counts a merge by shape (rename, absorb, link, none).
     package func recordMerge(shape: String) {
         state.withLock { $0.merges[shape, default: 0] += 1 }
+    }
+
+    /// Counts one webhook delivery attempt by how it ended (succeeded, failed, disabled).
+    package func recordWebhookDelivery(result: String) {
+        state.withLock { $0.webhookDeliveries[result, default: 0] += 1 }
     }
 
     /// Counts a merge that did not happen, by the refusal's code (`alias_limit_reached`…).
@@ -136,6 +142,11 @@ package final class Metrics: Sendable {
         out += "# TYPE buzzkit_merges_total counter\n"
         for (shape, count) in snapshot.merges.sorted(by: { $0.key < $1.key }) {
             out += "buzzkit_merges_total{shape=\"\(shape)\"} \(count)\n"
+        }
+        out += "# HELP buzzkit_webhook_deliveries_total Webhook delivery attempts, by result.\n"
+        out += "# TYPE buzzkit_webhook_deliveries_total counter\n"
+        for (result, count) in snapshot.webhookDeliveries.sorted(by: { $0.key < $1.key }) {
+            out += "buzzkit_webhook_deliveries_total{result=\"\(result)\"} \(count)\n"
         }
         out += "# HELP buzzkit_merges_refused_total Merges not made, by reason (the warning or error code).\n"
         out += "# TYPE buzzkit_merges_refused_total counter\n"

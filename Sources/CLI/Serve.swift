@@ -5,6 +5,7 @@ import Identity
 import JSON
 import SQLite
 import Storage
+import WebhookDelivery
 
 /// `buzzkit serve`: migrate, open the store, serve until SIGTERM or SIGINT, then drain.
 func serve(_ settings: Settings) throws {
@@ -50,6 +51,14 @@ func serve(_ settings: Settings) throws {
     for (name, _) in store.gauges() {
         metrics.setGauge(name) { store.gauges().first { $0.name == name }?.value ?? 0 }
     }
+    // The outbox's reader: deliveries run on their own thread, never on a request's.
+    let webhooks = DeliveryWorker(
+        store: store, transport: try webhookTransport(settings.webhooks.destinations), configuration: settings.webhooks,
+        now: { SystemClock().now() }, onAttempt: { metrics.recordWebhookDelivery(result: $0.rawValue) })
+    metrics.setGauge("buzzkit_webhook_outbox_pending") {
+        Double((try? store.read { try $0.pendingWebhookDeliveryCount() }) ?? 0)
+    }
+    webhooks.start()
 
     // stdout may be a pipe (tests, supervisors): write the line unbuffered, in one call.
     let line = Array("listening on http://\(settings.host):\(port)\n".utf8)
@@ -60,6 +69,7 @@ func serve(_ settings: Settings) throws {
     sigwait(&signals, &received)
     logger.log(.info, "shutting down", ["signal": .string(received == SIGTERM ? "SIGTERM" : "SIGINT")])
     server.shutdown(drainTimeout: .seconds(settings.shutdownDrainSeconds))
+    webhooks.stop()
     store.close()
     logger.log(.info, "stopped")
 }

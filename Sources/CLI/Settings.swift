@@ -3,6 +3,7 @@ import Glibc
 import HTTP1
 import HTTPServer
 import JSON
+import WebhookDelivery
 
 /// Everything `buzzkit serve` can be told, from the config file, then the environment, then flags
 /// (each overriding the one before; API.md §11).
@@ -21,6 +22,7 @@ struct Settings {
     var shutdownDrainSeconds = 10
     var server = HTTPServer.Configuration()
     var application = ApplicationConfiguration()
+    var webhooks = DeliveryWorker.Configuration()
 
     /// Reads `file`; a missing file is fine unless it was named explicitly.
     mutating func apply(configFile path: String, required: Bool) throws {
@@ -69,6 +71,16 @@ struct Settings {
             case "clientKeyRatePerSecond":
                 application.clientKeyRatePerSecond = Double(try int(value, key, 0...1_000_000))
             case "clientKeyBurst": application.clientKeyBurst = Double(try int(value, key, 1...1_000_000))
+            case "webhookRetryScheduleSeconds":
+                guard let items = value.arrayValue, items.count <= 100 else {
+                    throw CLIError("webhookRetryScheduleSeconds must be an array of at most 100 integers")
+                }
+                webhooks.retryScheduleSeconds = try items.map { try int($0, key, 0...604_800) }
+            case "webhookAllowPrivateNetworks":
+                guard let allow = value.boolValue else {
+                    throw CLIError("webhookAllowPrivateNetworks must be true or false")
+                }
+                setAllowPrivateNetworks(allow)
             default: throw CLIError("\(path): unknown setting '\(key)'")
             }
         }
@@ -83,12 +95,24 @@ struct Settings {
         }
         if let value = environment("BUZZKIT_DATABASE") { database = value }
         if let value = environment("BUZZKIT_BOOTSTRAP_WORKSPACE_KEY") { bootstrapWorkspaceKey = value }
+        if let value = environment("BUZZKIT_WEBHOOK_ALLOW_PRIVATE_NETWORKS") {
+            guard value == "true" || value == "false" else {
+                throw CLIError("BUZZKIT_WEBHOOK_ALLOW_PRIVATE_NETWORKS must be true or false")
+            }
+            setAllowPrivateNetworks(value == "true")
+        }
         if let value = environment("BUZZKIT_LOG_LEVEL") {
             guard let level = Logger.Level(name: value) else {
                 throw CLIError("BUZZKIT_LOG_LEVEL: debug, info, warn or error")
             }
             logLevel = level
         }
+    }
+
+    /// One switch for both sides: the endpoints' check at creation and the worker's at send time.
+    private mutating func setAllowPrivateNetworks(_ allow: Bool) {
+        webhooks.destinations = DestinationPolicy(allowPrivateNetworks: allow)
+        application.webhookDestinations = webhooks.destinations
     }
 
     private func string(_ value: JSONValue, _ key: String) throws -> String {

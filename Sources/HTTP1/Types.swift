@@ -112,6 +112,7 @@ package struct HTTPStatus: Hashable, Sendable {
     package static let requestTimeout = HTTPStatus(408)
     package static let conflict = HTTPStatus(409)
     package static let lengthRequired = HTTPStatus(411)
+    package static let unprocessableContent = HTTPStatus(422)
     package static let payloadTooLarge = HTTPStatus(413)
     package static let uriTooLong = HTTPStatus(414)
     package static let unsupportedMediaType = HTTPStatus(415)
@@ -140,6 +141,7 @@ package struct HTTPStatus: Hashable, Sendable {
         case 413: "Content Too Large"
         case 414: "URI Too Long"
         case 415: "Unsupported Media Type"
+        case 422: "Unprocessable Content"
         case 429: "Too Many Requests"
         case 431: "Request Header Fields Too Large"
         case 500: "Internal Server Error"

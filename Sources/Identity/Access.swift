@@ -52,7 +52,9 @@ package enum Access {
             key: 0, tenantID: tenant.id, id: id.value, anonymous: id.isAnonymous, createdAt: now, updatedAt: now)
         try check(fresh, caller: caller, now: now)
         guard create else { return nil }
-        return try ctx.insertSubscriber(tenantID: tenant.id, id: id.value, anonymous: id.isAnonymous, now: now)
+        let created = try ctx.insertSubscriber(tenantID: tenant.id, id: id.value, anonymous: id.isAnonymous, now: now)
+        try WebhookOutbox.subscriberCreated(created, in: ctx, now: now)
+        return created
     }
 
     /// The read-only twin of `resolve`, for lookups that never create.

@@ -32,6 +32,8 @@ extension Operations {
         guard var subscriber = try Access.resolve(subscriberID, caller: caller, in: ctx, now: now, create: true) else {
             throw IdentityError.subscriberNotFound
         }
+        try WebhookOutbox.pushMoves(
+            registration, to: subscriber, tenantID: caller.tenant.id, in: ctx, now: now)
         try ctx.upsertPushSubscription(
             tenantID: caller.tenant.id, key: subscriber.key, deviceID: registration.deviceID,
             token: registration.token, platform: registration.platform, now: now)

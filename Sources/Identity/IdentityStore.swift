@@ -27,7 +27,7 @@ extension IdentityStore {
 }
 
 /// Lookups, each scoped by tenant or by a subscriber key that was resolved within a tenant.
-package protocol IdentityReadContext {
+package protocol IdentityReadContext: WebhookReadContext, IdempotencyReadContext {
     func tenant(id: String) throws -> TenantRecord?
     /// The key whose SHA-256 (hex) is `hash`, revoked or not.
     func apiKey(hash: String) throws -> APIKeyRecord?
@@ -69,7 +69,7 @@ package protocol IdentityReadContext {
 }
 
 /// Changes, made inside one write transaction (a savepoint of a group commit).
-package protocol IdentityWriteContext: IdentityReadContext {
+package protocol IdentityWriteContext: IdentityReadContext, WebhookWriteContext, IdempotencyWriteContext {
     func insertWorkspace(id: String, name: String, now: Timestamp) throws
     func insertTenant(_ tenant: TenantRecord) throws
     func updateTenant(_ tenant: TenantRecord) throws

@@ -111,6 +111,12 @@ package enum Merger {
             target.eventCount += 1
         }
         target.updatedAt = now
+        try WebhookOutbox.record(
+            .subscriberMerged,
+            [
+                "subscriberId": .string(target.id), "from": .string(anonymousID),
+                "shape": .string(result.shape.rawValue), "eventsMoved": .number(String(result.eventsMoved)),
+            ], tenantID: tenant.id, in: ctx, now: now)
         return (target, result, true)
     }
 

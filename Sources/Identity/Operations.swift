@@ -57,9 +57,12 @@ package enum Operations {
         result.created = existing == nil && merge.shape != .rename
         result.warnings = merge.warnings
 
+        if result.created { try WebhookOutbox.subscriberCreated(subscriber, in: ctx, now: now) }
         if proven && !subscriber.verified {
             subscriber.verified = true
             unsaved = true
+            try WebhookOutbox.record(
+                .subscriberVerified, ["subscriberId": .string(subscriber.id)], tenantID: tenant.id, in: ctx, now: now)
         }
         let profile = try mergeProfile(
             into: &subscriber, email: command.email, attributes: command.attributes,
@@ -109,6 +112,7 @@ package enum Operations {
         } else {
             subscriber = try ctx.insertSubscriber(tenantID: tenant.id, id: externalID, anonymous: false, now: now)
             created = true
+            try WebhookOutbox.subscriberCreated(subscriber, in: ctx, now: now)
         }
         let warnings = try applyProfile(
             to: &subscriber, email: email, attributes: attributes, subscribeEmail: subscribeEmail,
@@ -135,9 +139,18 @@ package enum Operations {
     }
 
     /// `DELETE /v1/subscribers/{id}`: erases the person. Returns false when there was no one.
-    package static func delete(id: SubscriberID, caller: Caller, in ctx: any IdentityWriteContext) throws -> Bool {
-        guard let key = try ctx.subscriberKey(tenantID: caller.tenant.id, alias: id.value) else { return false }
-        try ctx.deleteSubscriber(key: key)
+    package static func delete(
+        id: SubscriberID, caller: Caller, in ctx: any IdentityWriteContext, now: Timestamp
+    ) throws -> Bool {
+        guard let subscriber = try ctx.subscriber(tenantID: caller.tenant.id, alias: id.value) else { return false }
+        if try ctx.webhookWanted(tenantID: caller.tenant.id, type: WebhookEventType.subscriberDeleted.rawValue) {
+            let aliases = try ctx.aliases(key: subscriber.key, excluding: subscriber.id)
+            try WebhookOutbox.record(
+                .subscriberDeleted,
+                ["subscriberId": .string(subscriber.id), "aliases": .array(aliases.map { .string($0) })],
+                tenantID: caller.tenant.id, in: ctx, now: now)
+        }
+        try ctx.deleteSubscriber(key: subscriber.key)
         return true
     }
 

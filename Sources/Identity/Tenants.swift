@@ -129,6 +129,9 @@ package enum Tenancy {
         tenant.secrets = IdentitySecretSet(
             current: Array(secret.utf8), previous: tenant.secrets.current, previousExpiresAt: expires.millis)
         try ctx.updateTenant(tenant)
+        try WebhookOutbox.record(
+            .identitySecretRotated, ["previousExpiresAt": .string(expires.rfc3339)], tenantID: tenantID, in: ctx,
+            now: now)
         return (secret, expires)
     }
 }

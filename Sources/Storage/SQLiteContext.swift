@@ -12,6 +12,8 @@ struct SQLiteContext: IdentityWriteContext {
     var onSkipped: DatabaseErrorHandler? = nil
     /// Called when a workspace, tenant or key is written, so the store announces it after commit.
     var onAuthChange: (() -> Void)? = nil
+    /// The writer's cache of enabled webhook filters; nil on readers, which query.
+    var webhookFilters: WebhookFilterCache? = nil
 
     // MARK: - Tenancy
 

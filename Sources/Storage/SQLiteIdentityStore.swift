@@ -23,6 +23,8 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
     private let readers: DatabaseReaderPool
     /// Deletes retired subscribers' events in the background (see `retireSubscriber`).
     private let purge: RetiredPurge
+    /// Each tenant's enabled webhook filters, for the writer's "is this event wanted" probe.
+    private let webhookFilters: WebhookFilterCache
     /// Snapshots by the id they were read for; nil when configured off.
     private let snapshots: SnapshotCache?
     /// Told after a write to workspaces, tenants or keys commits, before its completion runs.
@@ -41,6 +43,7 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
     ) throws {
         path = configuration.path
         self.onError = onError
+        webhookFilters = WebhookFilterCache()
         var options = Database.Options()
         options.synchronous = configuration.synchronous
         options.busyTimeout = configuration.busyTimeout
@@ -59,6 +62,13 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
                 try db.execute(SubscriberChanges.triggersSQL)
             }
             afterGroup = { cache.invalidate(changes.take()) }
+        }
+        // The webhook filter cache learns of each group's end, committed or not (see its rules).
+        let filters = webhookFilters
+        let snapshotsAfterGroup = afterGroup
+        afterGroup = {
+            snapshotsAfterGroup?()
+            filters.groupEnded()
         }
         writer = try DatabaseWriter(
             path: configuration.path, options: options, maxBatch: configuration.maxWriteBatch, onCommit: onCommit,
@@ -111,11 +121,13 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
         _ body: @escaping @Sendable (any IdentityWriteContext) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
-        let (purge, observers, onError) = (self.purge, authObservers, self.onError)
+        let (purge, observers, onError, filters) = (self.purge, authObservers, self.onError, self.webhookFilters)
         let authChanged = AuthChangeFlag()
         writer.submit({ db in
             try body(
-                SQLiteContext(db: db, onRetire: purge.request, onSkipped: onError, onAuthChange: authChanged.set))
+                SQLiteContext(
+                    db: db, onRetire: purge.request, onSkipped: onError, onAuthChange: authChanged.set,
+                    webhookFilters: filters))
         }) { result in
             if authChanged.isSet { observers.notify() }
             completion(result.mapError { error in (error as? SQLiteError).map(Self.domainError) ?? error })
@@ -142,12 +154,14 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
 
     /// Blocking write, for the CLI and tests.
     package func write<T: Sendable>(_ body: @escaping @Sendable (any IdentityWriteContext) throws -> T) throws -> T {
-        let (purge, onError) = (self.purge, self.onError)
+        let (purge, onError, filters) = (self.purge, self.onError, self.webhookFilters)
         let authChanged = AuthChangeFlag()
         defer { if authChanged.isSet { authObservers.notify() } }
         return try writer.write { db in
             try body(
-                SQLiteContext(db: db, onRetire: purge.request, onSkipped: onError, onAuthChange: authChanged.set))
+                SQLiteContext(
+                    db: db, onRetire: purge.request, onSkipped: onError, onAuthChange: authChanged.set,
+                    webhookFilters: filters))
         }
     }
 

@@ -31,7 +31,8 @@ import Testing
             "identity_verification_required", "invalid_identity_hash", "invalid_identity_token",
             "identity_token_expired", "forbidden", "not_found", "subscriber_not_found", "tenant_not_found",
             "method_not_allowed", "merge_source_identified", "alias_limit_reached", "rate_limited",
-            "internal_error", "unavailable", "attribute_protected",
+            "internal_error", "unavailable", "attribute_protected", "idempotency_key_in_progress",
+            "idempotency_key_reused",
         ]
         let files = try sources()
         #expect(files.count > 20)

@@ -195,12 +195,14 @@ import Testing
         _ = try Operations.identify(
             IdentifyCommand(externalID: "user_del", anonymousID: anon, attributes: ["plan": "pro"]), caller: caller,
             in: ctx, now: now)
-        #expect(try Operations.delete(id: try IDRules.subscriberID(anon), caller: backend, in: ctx))
+        #expect(try Operations.delete(id: try IDRules.subscriberID(anon), caller: backend, in: ctx, now: now))
         for table in ["subscribers", "aliases", "attributes", "push_subscriptions", "preferences", "devices", "events"]
         {
             #expect(try count(table) == 0, "\(table) still has rows")
         }
-        #expect(try Operations.delete(id: try IDRules.subscriberID("user_del"), caller: backend, in: ctx) == false)
+        #expect(
+            try Operations.delete(id: try IDRules.subscriberID("user_del"), caller: backend, in: ctx, now: now) == false
+        )
     }
 
     @Test func listPagesByKeyWithFilters() throws {

@@ -103,8 +103,11 @@ struct SubscriberController {
     func delete(_ context: RequestContext) throws -> Outcome {
         let caller = try context.requireCaller()
         let id = try context.subscriberIDParameter()
+        let now = context.now
         return .write { ctx in
-            guard try Operations.delete(id: id, caller: caller, in: ctx) else { throw IdentityError.subscriberNotFound }
+            guard try Operations.delete(id: id, caller: caller, in: ctx, now: now) else {
+                throw IdentityError.subscriberNotFound
+            }
             return Reply(["deleted": true])
         }
     }

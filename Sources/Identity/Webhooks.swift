@@ -1,0 +1,218 @@
+import Crypto
+import JSON
+
+// MARK: - Events
+
+/// The event types of API.md §14, as they appear in `type` and in an endpoint's filter.
+package enum WebhookEventType: String, CaseIterable, Sendable {
+    case subscriberCreated = "subscriber.created"
+    case subscriberMerged = "subscriber.merged"
+    case subscriberVerified = "subscriber.verified"
+    case subscriberDeleted = "subscriber.deleted"
+    case pushSubscriptionMoved = "push_subscription.moved"
+    case identitySecretRotated = "identity_secret.rotated"
+    /// Sent by `POST /v1/webhooks/{id}/test` to that endpoint alone, whatever its filter.
+    case test = "webhook.test"
+
+    /// The types a filter may name (the test event is never filtered).
+    package static let subscribable: [WebhookEventType] = allCases.filter { $0 != .test }
+}
+
+/// A webhook endpoint of a tenant. `events == nil` means every type, now and later.
+package struct WebhookEndpointRecord: Sendable, Equatable {
+    package var key: Int64
+    package var id: String
+    package var tenantID: String
+    package var url: String
+    package var events: [String]?
+    package var description: String?
+    /// `whsec_` + base64 of 32 random bytes; the worker signs with it.
+    package var secret: String
+    package var enabled: Bool
+    package var createdAt: Timestamp
+
+    package init(
+        key: Int64 = 0, id: String, tenantID: String, url: String, events: [String]?, description: String?,
+        secret: String, enabled: Bool = true, createdAt: Timestamp
+    ) {
+        self.key = key
+        self.id = id
+        self.tenantID = tenantID
+        self.url = url
+        self.events = events
+        self.description = description
+        self.secret = secret
+        self.enabled = enabled
+        self.createdAt = createdAt
+    }
+}
+
+/// One delivery attempt as listed by `GET /v1/webhooks/{id}/deliveries`.
+package struct WebhookDeliveryRecord: Sendable, Equatable {
+    package var key: Int64
+    package var eventID: String
+    package var type: String
+    package var attempt: Int
+    /// `pending`, `succeeded` or `failed`.
+    package var status: String
+    package var responseStatus: Int?
+    package var error: String?
+    package var createdAt: Timestamp
+    package var nextAttemptAt: Timestamp?
+
+    package init(
+        key: Int64, eventID: String, type: String, attempt: Int, status: String, responseStatus: Int?,
+        error: String?, createdAt: Timestamp, nextAttemptAt: Timestamp?
+    ) {
+        self.key = key
+        self.eventID = eventID
+        self.type = type
+        self.attempt = attempt
+        self.status = status
+        self.responseStatus = responseStatus
+        self.error = error
+        self.createdAt = createdAt
+        self.nextAttemptAt = nextAttemptAt
+    }
+}
+
+/// A pending attempt that is due, with what the worker needs to send it.
+package struct DueWebhookDelivery: Sendable {
+    package var key: Int64
+    package var endpointKey: Int64
+    package var url: String
+    package var secret: String
+    package var eventID: String
+    package var body: String
+    /// 1 for the first try.
+    package var attempt: Int
+
+    package init(
+        key: Int64, endpointKey: Int64, url: String, secret: String, eventID: String, body: String, attempt: Int
+    ) {
+        self.key = key
+        self.endpointKey = endpointKey
+        self.url = url
+        self.secret = secret
+        self.eventID = eventID
+        self.body = body
+        self.attempt = attempt
+    }
+}
+
+// MARK: - Storage seam
+
+/// Webhook lookups; every endpoint lookup is scoped by tenant.
+package protocol WebhookReadContext {
+    /// The tenant's endpoints in creation order with `key > afterKey`.
+    func webhookEndpoints(tenantID: String, afterKey: Int64, limit: Int) throws -> [WebhookEndpointRecord]
+    func webhookEndpoint(tenantID: String, id: String) throws -> WebhookEndpointRecord?
+    /// Attempts of one endpoint, newest first, with `key < beforeKey` when given.
+    func webhookDeliveries(endpointKey: Int64, beforeKey: Int64?, limit: Int) throws -> [WebhookDeliveryRecord]
+    /// Whether an enabled endpoint of the tenant wants `type`: one index probe, so a change in a
+    /// tenant without webhooks costs nothing more.
+    func webhookWanted(tenantID: String, type: String) throws -> Bool
+    /// Pending attempts, due or not: the outbox backlog.
+    func pendingWebhookDeliveryCount() throws -> Int
+    /// Keys of the subscribers holding the device id or the token in this tenant.
+    func pushSubscriptionHolders(tenantID: String, deviceID: String, token: String) throws -> [Int64]
+}
+
+/// Webhook changes, inside the write transaction of the change they belong to.
+package protocol WebhookWriteContext: WebhookReadContext {
+    /// Stores the endpoint; returns its key.
+    func insertWebhookEndpoint(_ endpoint: WebhookEndpointRecord) throws -> Int64
+    /// Deletes the endpoint and its delivery history.
+    func deleteWebhookEndpoint(key: Int64) throws
+    /// Turns the endpoint off and fails its pending attempts (a `410`).
+    func disableWebhookEndpoint(key: Int64, now: Timestamp) throws
+    /// Stores the event and a first pending attempt for `endpointKey`, or for every enabled
+    /// endpoint of the tenant that wants `type` when nil. Returns how many attempts were queued.
+    func enqueueWebhookEvent(
+        id: String, tenantID: String, type: String, body: String, now: Timestamp, endpointKey: Int64?
+    ) throws -> Int
+    /// Takes up to `limit` pending attempts due at `now` (oldest first, enabled endpoints only) and
+    /// moves their due time to `leaseUntil`, so no other worker takes them while this one sends;
+    /// if it dies meanwhile they come due again then. On PostgreSQL the selection is
+    /// `FOR UPDATE SKIP LOCKED`, so servers sharing a database never claim the same attempt.
+    func claimDueWebhookDeliveries(now: Timestamp, limit: Int, leaseUntil: Timestamp) throws
+        -> [DueWebhookDelivery]
+    /// Records how a pending attempt went; a non-nil `retryAt` queues the next attempt.
+    func completeWebhookDelivery(
+        key: Int64, succeeded: Bool, responseStatus: Int?, error: String?, now: Timestamp, retryAt: Timestamp?
+    ) throws
+}
+
+// MARK: - The outbox
+
+/// Writes the events of API.md §14 into the outbox, in the transaction of the change itself.
+package enum WebhookOutbox {
+    /// Records `type` for the tenant if any enabled endpoint wants it; otherwise does nothing.
+    package static func record(
+        _ type: WebhookEventType, _ data: JSONObject, tenantID: String, in ctx: any IdentityWriteContext,
+        now: Timestamp
+    ) throws {
+        guard try ctx.webhookWanted(tenantID: tenantID, type: type.rawValue) else { return }
+        let id = newEventID()
+        _ = try ctx.enqueueWebhookEvent(
+            id: id, tenantID: tenantID, type: type.rawValue,
+            body: body(id: id, type: type, tenantID: tenantID, now: now, data: data), now: now, endpointKey: nil)
+    }
+
+    /// `subscriber.created` for a row just inserted.
+    package static func subscriberCreated(
+        _ subscriber: SubscriberRecord, in ctx: any IdentityWriteContext, now: Timestamp
+    ) throws {
+        try record(
+            .subscriberCreated, ["subscriberId": .string(subscriber.id), "anonymous": .bool(subscriber.anonymous)],
+            tenantID: subscriber.tenantID, in: ctx, now: now)
+    }
+
+    /// `push_subscription.moved` for each other subscriber the registration takes the device id or
+    /// the token from; called before the registration is written, while the holders are visible.
+    package static func pushMoves(
+        _ registration: PushRegistration, to subscriber: SubscriberRecord, tenantID: String,
+        in ctx: any IdentityWriteContext, now: Timestamp
+    ) throws {
+        guard try ctx.webhookWanted(tenantID: tenantID, type: WebhookEventType.pushSubscriptionMoved.rawValue)
+        else { return }
+        let holders = try ctx.pushSubscriptionHolders(
+            tenantID: tenantID, deviceID: registration.deviceID, token: registration.token)
+        for key in holders where key != subscriber.key {
+            guard let from = try ctx.subscriber(key: key) else { continue }
+            try record(
+                .pushSubscriptionMoved,
+                [
+                    "deviceId": .string(registration.deviceID), "from": .string(from.id),
+                    "to": .string(subscriber.id),
+                ], tenantID: tenantID, in: ctx, now: now)
+        }
+    }
+
+    /// Queues a `webhook.test` event for this endpoint alone. Returns the event id.
+    package static func sendTest(
+        to endpoint: WebhookEndpointRecord, in ctx: any IdentityWriteContext, now: Timestamp
+    ) throws -> String {
+        let id = newEventID()
+        _ = try ctx.enqueueWebhookEvent(
+            id: id, tenantID: endpoint.tenantID, type: WebhookEventType.test.rawValue,
+            body: body(
+                id: id, type: .test, tenantID: endpoint.tenantID, now: now,
+                data: ["webhookId": .string(endpoint.id)]),
+            now: now, endpointKey: endpoint.key)
+        return id
+    }
+
+    /// `evt_` and 24 base62 characters (about 140 bits): unique without coordination.
+    package static func newEventID() -> String { "evt_" + SecureRandom.token(length: 24) }
+
+    /// The POSTed body, rendered once so that every attempt sends the same bytes.
+    static func body(id: String, type: WebhookEventType, tenantID: String, now: Timestamp, data: JSONObject)
+        -> String
+    {
+        JSONValue.object([
+            "id": .string(id), "type": .string(type.rawValue), "tenantId": .string(tenantID),
+            "createdAt": .string(now.rfc3339), "data": .object(data),
+        ]).jsonString
+    }
+}

@@ -1,0 +1,281 @@
+import Identity
+import SQLite
+import Synchronization
+
+/// A stored row of the webhook or idempotency tables that does not decode: failing closed
+/// rather than sending to a default URL or replaying an empty answer.
+struct UndecodableRowError: Error, CustomStringConvertible {
+    var table: String
+    var column: String
+    var description: String { "\(table).\(column) does not decode" }
+}
+
+private func required<T>(_ value: T?, _ table: String, _ column: String) throws -> T {
+    guard let value else { throw UndecodableRowError(table: table, column: column) }
+    return value
+}
+
+// MARK: - Idempotency records (API.md §13)
+
+extension SQLiteContext {
+    func idempotencyRecord(scope: String, key: String) throws -> IdempotencyRecord? {
+        guard
+            let row = try db.queryOne(
+                """
+                SELECT method, path, body_sha256, status, content_type, response, created_at
+                FROM idempotency_records WHERE scope = ? AND key = ?
+                """, [scope, key])
+        else { return nil }
+        let table = "idempotency_records"
+        return IdempotencyRecord(
+            scope: scope, key: key, method: try required(row.string(0), table, "method"),
+            path: try required(row.string(1), table, "path"),
+            bodySHA256: try required(row.blob(2), table, "body_sha256"),
+            status: Int(try required(row.int(3), table, "status")),
+            contentType: try required(row.string(4), table, "content_type"),
+            // An empty blob reads back as NULL-free zero bytes; the column is never NULL.
+            response: row.blob(5) ?? [], createdAt: Timestamp(millis: try required(row.int(6), table, "created_at")))
+    }
+
+    func insertIdempotencyRecord(_ r: IdempotencyRecord) throws {
+        try db.execute(
+            """
+            INSERT INTO idempotency_records (scope, key, method, path, body_sha256, status, content_type, response,
+                                             created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [r.scope, r.key, r.method, r.path, r.bodySHA256, r.status, r.contentType, r.response, r.createdAt.millis])
+    }
+
+    func purgeIdempotencyRecords(createdBefore cutoff: Timestamp, limit: Int) throws -> Int {
+        try db.execute(
+            """
+            DELETE FROM idempotency_records WHERE (scope, key) IN (
+                SELECT scope, key FROM idempotency_records WHERE created_at < ? ORDER BY created_at LIMIT ?)
+            """, [cutoff.millis, limit])
+        return db.changes
+    }
+}
+
+// MARK: - Webhook endpoints, events and deliveries (API.md §14)
+
+extension SQLiteContext {
+    private static let endpointColumns =
+        "key, id, tenant_id, url, events, description, secret, enabled, created_at"
+
+    private static func endpoint(_ row: Row) throws -> WebhookEndpointRecord {
+        let table = "webhook_endpoints"
+        let events = try required(row.string(4), table, "events")
+        return WebhookEndpointRecord(
+            key: try required(row.int(0), table, "key"), id: try required(row.string(1), table, "id"),
+            tenantID: try required(row.string(2), table, "tenant_id"), url: try required(row.string(3), table, "url"),
+            events: events == "*" ? nil : events.split(separator: ",").map(String.init),
+            description: row.string(5), secret: try required(row.string(6), table, "secret"),
+            enabled: try required(row.bool(7), table, "enabled"),
+            createdAt: Timestamp(millis: try required(row.int(8), table, "created_at")))
+    }
+
+    /// `*`, or the types between commas (`,a,b,`) so `instr(events, ',type,')` matches one exactly.
+    static func storedFilter(_ events: [String]?) -> String {
+        guard let events else { return "*" }
+        return "," + events.joined(separator: ",") + ","
+    }
+
+    func webhookEndpoints(tenantID: String, afterKey: Int64, limit: Int) throws -> [WebhookEndpointRecord] {
+        try db.query(
+            "SELECT \(Self.endpointColumns) FROM webhook_endpoints WHERE tenant_id = ? AND key > ? ORDER BY key LIMIT ?",
+            [tenantID, afterKey, limit]
+        ).map(Self.endpoint)
+    }
+
+    func webhookEndpoint(tenantID: String, id: String) throws -> WebhookEndpointRecord? {
+        try db.queryOne(
+            "SELECT \(Self.endpointColumns) FROM webhook_endpoints WHERE tenant_id = ? AND id = ?", [tenantID, id]
+        ).map(Self.endpoint)
+    }
+
+    func webhookDeliveries(endpointKey: Int64, beforeKey: Int64?, limit: Int) throws -> [WebhookDeliveryRecord] {
+        let table = "webhook_deliveries"
+        return try db.query(
+            """
+            SELECT d.key, d.event_id, e.type, d.attempt, d.status, d.response_status, d.error, d.created_at,
+                d.next_attempt_at
+            FROM webhook_deliveries AS d JOIN webhook_events AS e ON e.id = d.event_id
+            WHERE d.endpoint_key = ?1 AND (?2 IS NULL OR d.key < ?2) ORDER BY d.key DESC LIMIT ?3
+            """, [endpointKey, beforeKey, limit]
+        ).map { row in
+            WebhookDeliveryRecord(
+                key: try required(row.int(0), table, "key"), eventID: try required(row.string(1), table, "event_id"),
+                type: try required(row.string(2), "webhook_events", "type"),
+                attempt: Int(try required(row.int(3), table, "attempt")),
+                status: try required(row.string(4), table, "status"), responseStatus: row.int(5).map { Int($0) },
+                error: row.string(6), createdAt: Timestamp(millis: try required(row.int(7), table, "created_at")),
+                nextAttemptAt: row.int(8).map(Timestamp.init(millis:)))
+        }
+    }
+
+    func webhookWanted(tenantID: String, type: String) throws -> Bool {
+        if let cache = webhookFilters, !cache.isDirty {
+            let filters: [String]
+            if let cached = cache.filters(tenantID: tenantID) {
+                filters = cached
+            } else {
+                filters = try db.query(
+                    "SELECT events FROM webhook_endpoints WHERE tenant_id = ? AND enabled = 1", [tenantID]
+                ) { $0.string(at: 0) }
+                cache.store(filters, tenantID: tenantID)
+            }
+            let needle = "," + type + ","
+            return filters.contains { $0 == "*" || $0.contains(needle) }
+        }
+        return try db.queryOne(
+            """
+            SELECT 1 FROM webhook_endpoints WHERE tenant_id = ?1 AND enabled = 1
+                AND (events = '*' OR instr(events, ',' || ?2 || ',') > 0) LIMIT 1
+            """, [tenantID, type]) != nil
+    }
+
+    func claimDueWebhookDeliveries(now: Timestamp, limit: Int, leaseUntil: Timestamp) throws
+        -> [DueWebhookDelivery]
+    {
+        let table = "webhook_deliveries"
+        // One writer: selecting and leasing in the same transaction is already exclusive here.
+        let due = try db.query(
+            """
+            SELECT d.key, d.endpoint_key, w.url, w.secret, d.event_id, e.body, d.attempt
+            FROM webhook_deliveries AS d
+                JOIN webhook_endpoints AS w ON w.key = d.endpoint_key
+                JOIN webhook_events AS e ON e.id = d.event_id
+            WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND w.enabled = 1
+            ORDER BY d.next_attempt_at, d.key LIMIT ?
+            """, [now.millis, limit]
+        ).map { row in
+            DueWebhookDelivery(
+                key: try required(row.int(0), table, "key"),
+                endpointKey: try required(row.int(1), table, "endpoint_key"),
+                url: try required(row.string(2), "webhook_endpoints", "url"),
+                secret: try required(row.string(3), "webhook_endpoints", "secret"),
+                eventID: try required(row.string(4), table, "event_id"),
+                body: try required(row.string(5), "webhook_events", "body"),
+                attempt: Int(try required(row.int(6), table, "attempt")))
+        }
+        for delivery in due {
+            try db.execute(
+                "UPDATE webhook_deliveries SET next_attempt_at = ? WHERE key = ?", [leaseUntil.millis, delivery.key])
+        }
+        return due
+    }
+
+    func pendingWebhookDeliveryCount() throws -> Int {
+        Int(try db.queryOne("SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'")?.int(0) ?? 0)
+    }
+
+    func pushSubscriptionHolders(tenantID: String, deviceID: String, token: String) throws -> [Int64] {
+        try db.query(
+            """
+            SELECT DISTINCT subscriber_key FROM push_subscriptions
+            WHERE tenant_id = ?1 AND (device_id = ?2 OR token = ?3)
+            """, [tenantID, deviceID, token]
+        ) { $0.int(at: 0) }
+    }
+
+    func insertWebhookEndpoint(_ e: WebhookEndpointRecord) throws -> Int64 {
+        try db.execute(
+            """
+            INSERT INTO webhook_endpoints (id, tenant_id, url, events, description, secret, enabled, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                e.id, e.tenantID, e.url, Self.storedFilter(e.events), e.description, e.secret, e.enabled,
+                e.createdAt.millis,
+            ])
+        webhookFilters?.endpointsChanged()
+        return db.lastInsertRowID
+    }
+
+    func deleteWebhookEndpoint(key: Int64) throws {
+        // Its deliveries go by ON DELETE CASCADE; the events stay (other endpoints may share them).
+        try db.execute("DELETE FROM webhook_endpoints WHERE key = ?", [key])
+        webhookFilters?.endpointsChanged()
+    }
+
+    func disableWebhookEndpoint(key: Int64, now: Timestamp) throws {
+        try db.execute("UPDATE webhook_endpoints SET enabled = 0 WHERE key = ?", [key])
+        webhookFilters?.endpointsChanged()
+        try db.execute(
+            """
+            UPDATE webhook_deliveries SET status = 'failed', error = 'endpoint disabled', next_attempt_at = NULL
+            WHERE endpoint_key = ? AND status = 'pending'
+            """, [key])
+    }
+
+    func enqueueWebhookEvent(
+        id: String, tenantID: String, type: String, body: String, now: Timestamp, endpointKey: Int64?
+    ) throws -> Int {
+        try db.execute(
+            "INSERT INTO webhook_events (id, tenant_id, type, body, created_at) VALUES (?, ?, ?, ?, ?)",
+            [id, tenantID, type, body, now.millis])
+        // One statement fans the event out to the endpoints that want it.
+        try db.execute(
+            """
+            INSERT INTO webhook_deliveries (endpoint_key, event_id, attempt, status, created_at, next_attempt_at)
+            SELECT key, ?1, 1, 'pending', ?2, ?2 FROM webhook_endpoints
+            WHERE tenant_id = ?3 AND enabled = 1 AND CASE WHEN ?5 IS NULL
+                THEN events = '*' OR instr(events, ',' || ?4 || ',') > 0 ELSE key = ?5 END
+            """, [id, now.millis, tenantID, type, endpointKey])
+        return db.changes
+    }
+
+    func completeWebhookDelivery(
+        key: Int64, succeeded: Bool, responseStatus: Int?, error: String?, now: Timestamp, retryAt: Timestamp?
+    ) throws {
+        try db.execute(
+            """
+            UPDATE webhook_deliveries SET status = ?, response_status = ?, error = ?, created_at = ?,
+                next_attempt_at = ?
+            WHERE key = ? AND status = 'pending'
+            """, [succeeded ? "succeeded" : "failed", responseStatus, error, now.millis, retryAt?.millis, key])
+        guard db.changes > 0, let retryAt else { return }
+        try db.execute(
+            """
+            INSERT INTO webhook_deliveries (endpoint_key, event_id, attempt, status, created_at, next_attempt_at)
+            SELECT endpoint_key, event_id, attempt + 1, 'pending', ?2, ?3 FROM webhook_deliveries WHERE key = ?1
+            """, [key, now.millis, retryAt.millis])
+    }
+}
+
+/// Each tenant's enabled webhook filters, kept by the store for its writer, so that a change in a
+/// tenant with webhooks costs no "is this event wanted" query per event. Every endpoint change
+/// goes through the one writer. Its rule: from an endpoint change until the end of that write
+/// group the cache is bypassed (the change may still roll back with its savepoint or its group,
+/// and SQL then answers for whatever state the connection sees); at the group's end it is
+/// emptied and refills from committed rows. A filter never claims less than the database has.
+final class WebhookFilterCache: Sendable {
+    private struct State {
+        var byTenant: [String: [String]] = [:]
+        var dirty = false
+    }
+    private let state = Mutex(State())
+
+    var isDirty: Bool { state.withLock { $0.dirty } }
+    func filters(tenantID: String) -> [String]? { state.withLock { $0.byTenant[tenantID] } }
+    func store(_ filters: [String], tenantID: String) { state.withLock { $0.byTenant[tenantID] = filters } }
+
+    /// An endpoint was created, deleted or disabled in the running group.
+    func endpointsChanged() {
+        state.withLock {
+            $0.byTenant.removeAll()
+            $0.dirty = true
+        }
+    }
+
+    /// The writer finished a group, committed or rolled back.
+    func groupEnded() {
+        state.withLock {
+            if $0.dirty {
+                $0.byTenant.removeAll()
+                $0.dirty = false
+            }
+        }
+    }
+}

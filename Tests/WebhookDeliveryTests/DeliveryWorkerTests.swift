@@ -1,0 +1,227 @@
+import API
+import Dispatch
+import Foundation
+import Identity
+import Storage
+import Synchronization
+import TestSupport
+import Testing
+import WebhookDelivery
+import WebhookSigning
+
+/// A transport that answers from a script and remembers what it was asked to send.
+private final class ScriptedTransport: DeliveryTransport {
+    struct Sent: Sendable {
+        var url: String
+        var headers: [String: String]
+        var body: [UInt8]
+    }
+    private let answers: Mutex<[Result<Int, TransportError>]>
+    let sent = Mutex<[Sent]>([])
+
+    init(_ answers: [Result<Int, TransportError>]) { self.answers = Mutex(answers) }
+
+    func post(url: String, headers: [(String, String)], body: [UInt8], timeout: Duration) throws -> Int {
+        sent.withLock {
+            $0.append(Sent(url: url, headers: Dictionary(headers, uniquingKeysWith: { a, _ in a }), body: body))
+        }
+        let next = answers.withLock { $0.isEmpty ? .success(200) : $0.removeFirst() }
+        return try next.get()
+    }
+}
+
+/// The worker against the real SQLite store with a manual clock: the schedule, giving up, 410.
+@Suite struct DeliveryWorkerTests {
+    private func setUp() throws -> (InProcessApp, TestTenant, endpointID: String) {
+        var configuration = ApplicationConfiguration()
+        configuration.webhookDestinations = DestinationPolicy(allowPrivateNetworks: true)
+        let app = try InProcessApp(configuration: configuration)
+        let tenant = try app.createTenant()
+        let created = try app.send(
+            "POST", "/v1/webhooks", json: ["url": "http://127.0.0.1:9/hook"], headers: tenant.backend)
+        let id = try #require(created.data?["webhook"] as? [String: Any])["id"] as? String
+        return (app, tenant, try #require(id))
+    }
+
+    private func worker(_ app: InProcessApp, _ transport: ScriptedTransport, schedule: [Int]) -> DeliveryWorker {
+        var configuration = DeliveryWorker.Configuration()
+        configuration.retryScheduleSeconds = schedule
+        configuration.jitter = 0.1
+        configuration.destinations = DestinationPolicy(allowPrivateNetworks: true)
+        let clock = app.clock
+        return DeliveryWorker(
+            store: app.store, transport: transport, configuration: configuration, now: { clock.now() })
+    }
+
+    private func deliveries(_ app: InProcessApp, _ tenant: TestTenant, _ id: String) throws -> [[String: Any]] {
+        let response = try app.send("GET", "/v1/webhooks/\(id)/deliveries", headers: tenant.backend)
+        return (response.data?["deliveries"] as? [[String: Any]]) ?? []
+    }
+
+    @Test func failuresFollowTheScheduleWithJitterThenGiveUp() throws {
+        let (app, tenant, id) = try setUp()
+        defer { app.close() }
+        let transport = ScriptedTransport([.success(500), .failure(TransportError("connect refused")), .success(503)])
+        let worker = worker(app, transport, schedule: [10, 100])
+        #expect(try app.send("PUT", "/v1/subscribers/sched", json: [:], headers: tenant.backend).status == 201)
+
+        #expect(worker.runOnce() == 1)
+        #expect(worker.runOnce() == 0, "the retry is not due yet")
+        app.clock.advance(byMillis: 8_900)  // below 10 s minus 10 % jitter
+        #expect(worker.runOnce() == 0)
+        app.clock.advance(byMillis: 2_200)  // above 10 s plus 10 %
+        #expect(worker.runOnce() == 1)
+        app.clock.advance(byMillis: 89_000)
+        #expect(worker.runOnce() == 0)
+        app.clock.advance(byMillis: 22_000)
+        #expect(worker.runOnce() == 1)
+        app.clock.advance(byMillis: 10_000_000)
+        #expect(worker.runOnce() == 0, "two retries, then given up")
+
+        let attempts = try deliveries(app, tenant, id)
+        #expect(attempts.map { $0["attempt"] as? Int } == [3, 2, 1])
+        #expect(attempts.map { $0["status"] as? String } == ["failed", "failed", "failed"])
+        #expect(attempts.map { $0["responseStatus"] as? Int } == [503, nil, 500])
+        #expect((attempts[1]["error"] as? String)?.contains("connect refused") == true)
+        #expect(attempts[0]["nextAttemptAt"] is NSNull, "given up: no next attempt")
+        #expect(try app.store.read { try $0.pendingWebhookDeliveryCount() } == 0)
+        // Every attempt was the same event with the same body; only the timestamp moved.
+        let sent = transport.sent.withLock { $0 }
+        #expect(Set(sent.map { $0.headers["webhook-id"] ?? "" }).count == 1)
+        #expect(Set(sent.map(\.body)).count == 1)
+        #expect(Set(sent.map { $0.headers["webhook-timestamp"] ?? "" }).count == 3)
+    }
+
+    @Test func a410DisablesTheEndpointAndFailsWhatIsPending() throws {
+        let (app, tenant, id) = try setUp()
+        defer { app.close() }
+        let transport = ScriptedTransport([.success(410)])
+        let worker = worker(app, transport, schedule: [1])
+        #expect(try app.send("PUT", "/v1/subscribers/g1", json: [:], headers: tenant.backend).status == 201)
+        #expect(try app.send("PUT", "/v1/subscribers/g2", json: [:], headers: tenant.backend).status == 201)
+        // One at a time: the first answer (410) must stop the second from going out.
+        #expect(try app.store.read { try $0.pendingWebhookDeliveryCount() } == 2)
+        #expect(worker.runOnce() == 1)
+        #expect(transport.sent.withLock { $0.count } == 1)
+        let webhook =
+            try app.send("GET", "/v1/webhooks/\(id)", headers: tenant.backend).data?["webhook"] as? [String: Any]
+        #expect(webhook?["enabled"] as? Bool == false)
+        let attempts = try deliveries(app, tenant, id)
+        #expect(attempts.allSatisfy { $0["status"] as? String == "failed" })
+        #expect(try app.store.read { try $0.pendingWebhookDeliveryCount() } == 0)
+        // A disabled endpoint no longer wants events.
+        #expect(try app.send("PUT", "/v1/subscribers/g3", json: [:], headers: tenant.backend).status == 201)
+        #expect(try app.store.read { try $0.pendingWebhookDeliveryCount() } == 0)
+    }
+
+    @Test func aClaimKeepsOtherWorkersOffUntilItsLeaseEnds() throws {
+        let (app, tenant, _) = try setUp()
+        defer { app.close() }
+        #expect(try app.send("PUT", "/v1/subscribers/leased", json: [:], headers: tenant.backend).status == 201)
+        let start = app.clock.now()
+        func claim(at offset: Int64) throws -> [Int64] {
+            try app.store.writeNow { ctx in
+                try ctx.claimDueWebhookDeliveries(
+                    now: Timestamp(millis: start.millis + offset), limit: 10,
+                    leaseUntil: Timestamp(millis: start.millis + offset + 60_000))
+            }.map(\.key)
+        }
+        let first = try claim(at: 0)
+        #expect(first.count == 1)
+        #expect(try claim(at: 0).isEmpty, "another worker does not take a claimed attempt")
+        #expect(try claim(at: 59_999).isEmpty)
+        // The claimer died without an answer: the attempt comes back, the same attempt.
+        #expect(try claim(at: 60_000) == first)
+    }
+
+    /// The writer's filter cache never answers "not wanted" for an endpoint that exists: not after a
+    /// delete that rolled back, not after a create in the same group.
+    @Test func theWantedProbeFollowsEndpointChangesAndRollbacks() throws {
+        let (app, tenant, id) = try setUp()
+        defer { app.close() }
+        let type = WebhookEventType.subscriberCreated.rawValue
+        let tenantID = tenant.id
+        #expect(try app.store.writeNow { try $0.webhookWanted(tenantID: tenantID, type: type) })
+        struct Abort: Error {}
+        #expect(throws: Abort.self) {
+            try app.store.writeNow { ctx -> Void in
+                let endpoint = try #require(try ctx.webhookEndpoint(tenantID: tenantID, id: id))
+                try ctx.deleteWebhookEndpoint(key: endpoint.key)
+                #expect(try ctx.webhookWanted(tenantID: tenantID, type: type) == false)
+                throw Abort()
+            }
+        }
+        #expect(
+            try app.store.writeNow { try $0.webhookWanted(tenantID: tenantID, type: type) }, "the delete rolled back")
+        #expect(try app.send("DELETE", "/v1/webhooks/\(id)", headers: tenant.backend).status == 200)
+        #expect(try app.store.writeNow { try $0.webhookWanted(tenantID: tenantID, type: type) } == false)
+        let created = try app.send(
+            "POST", "/v1/webhooks", json: ["url": "http://127.0.0.1:9/again", "events": ["subscriber.deleted"]],
+            headers: tenant.backend)
+        #expect(created.status == 201)
+        #expect(try app.store.writeNow { try $0.webhookWanted(tenantID: tenantID, type: type) } == false)
+        #expect(try app.store.writeNow { try $0.webhookWanted(tenantID: tenantID, type: "subscriber.deleted") })
+    }
+
+    @Test func theSignatureIsStandardWebhooks() throws {
+        // The example of the Standard Webhooks specification, checked with Python's hmac.
+        let signature = try WebhookSignature.sign(
+            secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", id: "msg_p5jXN8AQM9LWM0D4loKWxJek",
+            timestamp: 1_614_265_330, body: Array(#"{"test": 2432232314}"#.utf8))
+        #expect(signature == "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
+        // What the worker sends is what the receiver's check accepts (and the wrong secret is not).
+        let transport = ScriptedTransport([])
+        let (app, tenant, _) = try setUp()
+        defer { app.close() }
+        let created = try app.send(
+            "POST", "/v1/webhooks", json: ["url": "http://127.0.0.1:9/b"], headers: tenant.backend)
+        let secret = try #require(created.data?["secret"] as? String)
+        #expect(try WebhookSignature.key(fromSecret: secret).count == 32)
+        #expect(try app.send("PUT", "/v1/subscribers/signed", json: [:], headers: tenant.backend).status == 201)
+        _ = worker(app, transport, schedule: []).runOnce()
+        let sent = try #require(transport.sent.withLock { $0.first { $0.url.hasSuffix("/b") } })
+        let header = try #require(sent.headers["webhook-signature"])
+        let id = try #require(sent.headers["webhook-id"])
+        let timestamp = try #require(sent.headers["webhook-timestamp"].flatMap { Int64($0) })
+        #expect(
+            try WebhookSignature.verify(
+                secret: secret, id: id, timestamp: timestamp, body: sent.body, signatureHeader: header))
+        #expect(
+            try !WebhookSignature.verify(
+                secret: WebhookSignature.generateSecret(), id: id, timestamp: timestamp, body: sent.body,
+                signatureHeader: header))
+    }
+
+    @Test func destinationsParseAndPrivateAddressesAreRefused() throws {
+        #expect(
+            WebhookDestination(url: "https://h.example:8443/a/b?c=d#frag")
+                == WebhookDestination(url: "https://h.example:8443/a/b?c=d"))
+        let parsed = try #require(WebhookDestination(url: "http://[::1]:81?x"))
+        #expect(parsed.host == "::1" && parsed.port == 81 && parsed.target == "/?x" && !parsed.secure)
+        for bad in ["ftp://x", "http://", "http://user@host/", "http://h:0/", "http://h:70000/", "http://h /"] {
+            #expect(WebhookDestination(url: bad) == nil, "\(bad)")
+        }
+        let strict = DestinationPolicy(allowPrivateNetworks: false)
+        for url in ["http://127.0.0.1/", "http://100.64.0.1/", "http://[::ffff:10.0.0.1]/", "http://224.0.0.1/"] {
+            #expect(throws: DestinationError.self, "\(url)") { try strict.check(url) }
+        }
+        #expect(throws: Never.self) { try strict.check("http://8.8.8.8/") }
+        #expect(throws: Never.self) { try DestinationPolicy(allowPrivateNetworks: true).check("http://127.0.0.1/") }
+    }
+}
+
+extension IdentityStore {
+    /// A write that waits for its commit (the store protocol's `write` answers by callback).
+    fileprivate func writeNow<T: Sendable>(_ body: @escaping @Sendable (any IdentityWriteContext) throws -> T) throws
+        -> T
+    {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<T, any Error>?>(nil)
+        write(body) { outcome in
+            result.withLock { $0 = outcome }
+            done.signal()
+        }
+        done.wait()
+        return try result.withLock { $0! }.get()
+    }
+}

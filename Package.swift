@@ -35,9 +35,12 @@ let package = Package(
             swiftSettings: swiftSettings),
 
         // MARK: - Storage engine and crypto primitives
-        .target(name: "SQLite", dependencies: ["CSQLite", "Threads"], swiftSettings: swiftSettings),
+        // Migration files and the ledger check both engines share: pure, no I/O.
+        .target(name: "Migrations", swiftSettings: swiftSettings),
+        .target(name: "SQLite", dependencies: ["CSQLite", "Threads", "Migrations"], swiftSettings: swiftSettings),
         .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
-        .target(name: "Postgres", dependencies: ["CPostgreSQL", "Threads"], swiftSettings: swiftSettings),
+        .target(
+            name: "Postgres", dependencies: ["CPostgreSQL", "Threads", "Migrations"], swiftSettings: swiftSettings),
         .target(name: "JSON", swiftSettings: swiftSettings),
 
         // MARK: - Domain, its SQLite store, the API, the executable
@@ -47,10 +50,10 @@ let package = Package(
             name: "EmbedFiles", capability: .buildTool(),
             dependencies: ["FileEmbedder"]),
         .target(
-            name: "Storage", dependencies: ["Identity", "SQLite"],
+            name: "Storage", dependencies: ["Identity", "SQLite", "Migrations"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         .target(
-            name: "PostgresStorage", dependencies: ["Identity", "Postgres", "JSON", "Threads"],
+            name: "PostgresStorage", dependencies: ["Identity", "Postgres", "JSON", "Threads", "Migrations"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         .target(
             name: "WebhookDelivery", dependencies: ["Identity", "Crypto", "WebhookSigning", "Threads"],
@@ -60,7 +63,8 @@ let package = Package(
             dependencies: ["HTTPServer", "Identity", "JSON", "Threads", "WebhookDelivery", "WebhookSigning"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         // `buzzkit copy`: one reader and one writer per engine behind a small seam.
-        .target(name: "StoreCopy", dependencies: ["SQLite", "Postgres", "JSON"], swiftSettings: swiftSettings),
+        .target(
+            name: "StoreCopy", dependencies: ["SQLite", "Postgres", "JSON", "Migrations"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "CLI",
             dependencies: [
@@ -94,9 +98,12 @@ let package = Package(
             name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTP1", "Reactor", "Threads"],
             swiftSettings: swiftSettings),
         .testTarget(name: "ThreadsTests", dependencies: ["Threads"], swiftSettings: swiftSettings),
-        .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "CSQLite"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: swiftSettings),
+            name: "SQLiteTests", dependencies: ["SQLite", "CSQLite", "Migrations"], swiftSettings: swiftSettings),
+        .testTarget(name: "MigrationsTests", dependencies: ["Migrations"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "PostgresTests", dependencies: ["Postgres", "TestSupport", "Migrations"],
+            swiftSettings: swiftSettings),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], swiftSettings: swiftSettings),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: swiftSettings),
         .testTarget(
@@ -104,7 +111,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "StorageTests",
-            dependencies: ["Storage", "Identity", "SQLite", "TestSupport", "Postgres", "PostgresStorage"],
+            dependencies: [
+                "Storage", "Identity", "SQLite", "TestSupport", "Postgres", "PostgresStorage", "Migrations",
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "APITests",
@@ -123,7 +132,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "StoreCopyTests",
-            dependencies: ["StoreCopy", "SQLite", "Storage", "Postgres", "PostgresStorage", "TestSupport"],
+            dependencies: [
+                "StoreCopy", "SQLite", "Storage", "Postgres", "PostgresStorage", "TestSupport", "Migrations",
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "WebhookSigningTests", dependencies: ["WebhookSigning", "Crypto"],

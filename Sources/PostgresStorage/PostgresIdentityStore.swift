@@ -1,5 +1,6 @@
 import Glibc
 import Identity
+import Migrations
 import Postgres
 import Synchronization
 import Threads

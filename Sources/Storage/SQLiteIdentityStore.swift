@@ -1,5 +1,6 @@
 import Glibc
 import Identity
+import Migrations
 import SQLite
 import Synchronization
 

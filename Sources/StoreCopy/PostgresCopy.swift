@@ -1,4 +1,5 @@
 import JSON
+import Migrations
 import Postgres
 
 // MARK: - Source
@@ -15,7 +16,7 @@ package final class PostgresCopySource: CopySource {
     /// - Parameters:
     ///   - url: A `postgres://` URL.
     ///   - migrations: This binary's PostgreSQL migrations: a source behind them is refused.
-    package init(url: String, migrations: [Postgres.Migration]) throws {
+    package init(url: String, migrations: [Migration]) throws {
         connection = try Connection(url: url)
         let pending = try Postgres.Migrator(migrations: migrations).pending(connection)
         guard pending.isEmpty else {
@@ -85,10 +86,10 @@ package final class PostgresCopySource: CopySource {
 /// `INSERT`s; the subscriber key sequence is moved past the copied keys before commit.
 package final class PostgresCopyTarget: CopyTarget {
     private let connection: Connection
-    private let migrations: [Postgres.Migration]
+    private let migrations: [Migration]
 
     /// Connects to `url`; nothing is written yet.
-    package init(url: String, migrations: [Postgres.Migration]) throws {
+    package init(url: String, migrations: [Migration]) throws {
         connection = try Connection(url: url)
         self.migrations = migrations
     }

@@ -1,4 +1,5 @@
 import Glibc
+import Migrations
 import SQLite
 
 // MARK: - Source

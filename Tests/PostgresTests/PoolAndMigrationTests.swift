@@ -1,4 +1,5 @@
 import Foundation
+import Migrations
 import Postgres
 import TestSupport
 import Testing

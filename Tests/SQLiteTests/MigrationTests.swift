@@ -1,3 +1,4 @@
+import Migrations
 import SQLite
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import Identity
 import JSON
+import Migrations
 import SQLite
 import Testing
 

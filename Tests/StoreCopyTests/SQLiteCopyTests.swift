@@ -1,4 +1,5 @@
 import Foundation
+import Migrations
 import SQLite
 import Storage
 import StoreCopy
@@ -8,7 +9,7 @@ import Testing
 /// retired rows left behind, refusal of a non-empty target, and a rollback on a count mismatch.
 @Suite struct SQLiteCopyTests {
     let directory: URL
-    let migrations: [SQLite.Migration]
+    let migrations: [Migration]
 
     init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("buzzkit-copy-\(UUID().uuidString)")

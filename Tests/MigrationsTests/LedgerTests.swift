@@ -29,7 +29,7 @@ import Testing
         let again = Migration(version: 1, name: "again", sql: "")
         for check in [
             { try sortedByVersion([Self.initial, again]) },
-            { try pendingMigrations([again, Self.initial], applied: []) },
+            { try pendingMigrations([Self.initial, again], applied: []) },
         ] {
             let error = #expect(throws: MigrationError.self) { _ = try check() }
             #expect(error?.kind == .duplicateVersion)

@@ -50,7 +50,7 @@ let package = Package(
             name: "EmbedFiles", capability: .buildTool(),
             dependencies: ["FileEmbedder"]),
         .target(
-            name: "Storage", dependencies: ["Identity", "SQLite", "Migrations"],
+            name: "Storage", dependencies: ["Identity", "SQLite", "Migrations", "Threads"],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         .target(
             name: "PostgresStorage", dependencies: ["Identity", "Postgres", "JSON", "Threads", "Migrations"],

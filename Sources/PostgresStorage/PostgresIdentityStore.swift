@@ -273,27 +273,14 @@ private final class PurgeBox: @unchecked Sendable {
 final class RetiredPurge: Sendable {
     static let chunk = 1000
 
-    private struct State {
-        var running = false
-        var again = false
-    }
-
     private let writer: PostgresWriter
-    private let state = Mutex(State())
+    private let chain = JobChain()
 
     init(writer: PostgresWriter) { self.writer = writer }
 
     /// Makes sure a purge job runs after this point.
     @Sendable func request() {
-        let start = state.withLock { state -> Bool in
-            if state.running {
-                state.again = true
-                return false
-            }
-            state.running = true
-            return true
-        }
-        if start { submit() }
+        if chain.request() { submit() }
     }
 
     private func submit() {
@@ -301,20 +288,8 @@ final class RetiredPurge: Sendable {
             PostgresWriter.Job(
                 perform: { [self] context in
                     let worked = try context.purgeRetired(limit: Self.chunk)
-                    return { self.finished(worked: worked) }
+                    return { if self.chain.finished(didWork: worked) { self.submit() } }
                 },
-                fail: { [self] _ in state.withLock { $0.running = false } }))
-    }
-
-    private func finished(worked: Bool) {
-        let next = state.withLock { state -> Bool in
-            guard worked || state.again else {
-                state.running = false
-                return false
-            }
-            state.again = false
-            return true
-        }
-        if next { submit() }
+                fail: { [self] _ in chain.failed() }))
     }
 }

@@ -3,6 +3,7 @@ import Identity
 import Migrations
 import SQLite
 import Synchronization
+import Threads
 
 /// `IdentityStore` on SQLite in WAL mode: one writer thread committing in groups, and a pool of
 /// reader connections that never wait for it.
@@ -232,44 +233,22 @@ private final class RetiredPurge: Sendable {
     /// Events deleted per job: small enough that the group carrying it barely notices.
     static let chunk = 1000
 
-    private struct State {
-        /// A purge job is queued or running.
-        var running = false
-        /// Something was retired while a job was out: look again even if it found nothing.
-        var again = false
-    }
-
     private let writer: DatabaseWriter
-    private let state = Mutex(State())
+    private let chain = JobChain()
 
     init(writer: DatabaseWriter) { self.writer = writer }
 
     /// Makes sure a purge job runs after this point; cheap to call from a job on the writer
     /// thread (it only queues).
     @Sendable func request() {
-        let start = state.withLock { state -> Bool in
-            if state.running {
-                state.again = true
-                return false
-            }
-            state.running = true
-            return true
-        }
-        if start { submit() }
+        if chain.request() { submit() }
     }
 
     private func submit() {
         writer.submit({ db in try SQLiteContext(db: db).purgeRetired(limit: Self.chunk) }) { [self] result in
-            let next = state.withLock { state -> Bool in
-                // An error (closing, disk full) stops the chain; the next retire or start-up resumes it.
-                guard case .success(let worked) = result, worked || state.again else {
-                    state.running = false
-                    return false
-                }
-                state.again = false
-                return true
-            }
-            if next { submit() }
+            // An error (closing, disk full) stops the chain; the next retire or start-up resumes it.
+            guard case .success(let worked) = result else { return chain.failed() }
+            if chain.finished(didWork: worked) { submit() }
         }
     }
 }

@@ -17,13 +17,8 @@ import Testing
     let now = Timestamp(millis: 1_800_000_000_000)
 
     init() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("closed-\(UUID().uuidString).sqlite")
-            .path
-        db = try Database(path: path)
-        _ = try Migrator(migrations: try SQLiteIdentityStore.bundledMigrations()).migrate(db)
-        ctx = SQLiteContext(db: db)
-        try ctx.insertWorkspace(id: "ws_test", name: "test", now: now)
-        tenant = try Tenancy.createTenant(name: "acme", workspaceID: "ws_test", in: ctx, now: now).tenant
+        let fixture = try TenantDatabase(prefix: "closed", now: now)
+        (db, ctx, tenant) = (fixture.db, fixture.ctx, fixture.tenant)
     }
 
     /// A subscriber with something in every child table, `n` of each.

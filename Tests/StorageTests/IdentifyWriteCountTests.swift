@@ -16,13 +16,8 @@ import Testing
     let now = Timestamp(millis: 1_800_000_000_000)
 
     init() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("counts-\(UUID().uuidString).sqlite")
-            .path
-        db = try Database(path: path)
-        _ = try Migrator(migrations: try SQLiteIdentityStore.bundledMigrations()).migrate(db)
-        ctx = SQLiteContext(db: db)
-        try ctx.insertWorkspace(id: "ws_test", name: "test", now: now)
-        tenant = try Tenancy.createTenant(name: "acme", workspaceID: "ws_test", in: ctx, now: now).tenant
+        let fixture = try TenantDatabase(prefix: "counts", now: now)
+        (db, ctx, tenant) = (fixture.db, fixture.ctx, fixture.tenant)
         // A TEMP trigger runs inside the statement that fired it: it adds no statement run, and
         // sees every UPDATE of a subscriber row whichever code path issued it.
         try db.execute(

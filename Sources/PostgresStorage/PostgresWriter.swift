@@ -161,12 +161,15 @@ final class PostgresWriter: Sendable {
         let outcome = attempt(jobs)
         let calls = heldCalls.withLock { $0.removeValue(forKey: thread) } ?? []
         if case .retry = outcome, !final { return outcome }
+        // Counted before any caller hears back, so a caller that reads the count next sees it.
         if !calls.isEmpty { onUnverifiedCalls(calls) }
+        if case .committed(let report) = outcome { report() }
         return outcome
     }
 
     private enum Outcome {
-        case committed
+        /// Done: `report` answers the jobs (deliveries and their own failures).
+        case committed(report: () -> Void)
         case retry(any Error)
         case failed(any Error)
     }
@@ -207,8 +210,7 @@ final class PostgresWriter: Sendable {
             }
         } catch is AbandonGroup {
             let (_, error) = failures[0]
-            jobs[0].fail(error)
-            return .committed
+            return .committed(report: { jobs[0].fail(error) })
         } catch let error as PostgresError where Self.isRetryable(error) {
             return .retry(error)
         } catch let error as PostgresError where error.isConnectionFailure && error.sql != "COMMIT" {
@@ -222,17 +224,18 @@ final class PostgresWriter: Sendable {
         }
         commits.add(1, ordering: .relaxed)
         afterCommit(GroupEffectsSnapshot(authChanged: effects.authChanged, retired: effects.retired))
-        var failed = failures.makeIterator()
-        var nextFailure = failed.next()
-        for (index, job) in jobs.enumerated() {
-            if let failure = nextFailure, failure.0 == index {
-                job.fail(failure.1)
-                nextFailure = failed.next()
-            } else if let deliver = deliveries[index] {
-                deliver()
+        return .committed(report: { [deliveries, failures] in
+            var failed = failures.makeIterator()
+            var nextFailure = failed.next()
+            for (index, job) in jobs.enumerated() {
+                if let failure = nextFailure, failure.0 == index {
+                    job.fail(failure.1)
+                    nextFailure = failed.next()
+                } else if let deliver = deliveries[index] {
+                    deliver()
+                }
             }
-        }
-        return .committed
+        })
     }
 
     /// Worth running again from the start: a lost serialization race, a deadlock, or a unique

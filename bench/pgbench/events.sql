@@ -1,13 +1,15 @@
--- Ceiling for POST /v1/events with 50 new events: the store's statements for one batch (the
--- person by alias, one INSERT … ON CONFLICT DO NOTHING per event with the next seq, the row
--- updated once), in a SERIALIZABLE transaction. Variables: tenant, people, now (ms).
+-- Ceiling for POST /v1/events with 50 new events: the store's statements for one batch, in its
+-- order (read from PostgreSQL's statement log of one request): the alias, the person's row
+-- locked FOR UPDATE, the alias checked again, one INSERT … ON CONFLICT DO NOTHING per event with
+-- the next seq, the row updated once, in a READ COMMITTED transaction as its writer does.
+-- Variables: tenant, people, now (ms).
 \set p random(0, :people - 1)
 SELECT nextval('bench_batch') AS b \gset
-BEGIN ISOLATION LEVEL SERIALIZABLE;
-SELECT s.key, s.tenant_id, s.id, s.anonymous, s.verified, s.email, s.email_subscribed, s.last_seq,
-    s.event_count, s.created_at, s.updated_at
-    FROM aliases AS a JOIN subscribers AS s ON s.key = a.subscriber_key
-    WHERE a.tenant_id = :tenant AND a.alias = 'user_' || lpad(:p::text, 6, '0') AND NOT s.retired \gset s_
+BEGIN ISOLATION LEVEL READ COMMITTED;
+SELECT subscriber_key AS key FROM aliases WHERE tenant_id = :tenant AND alias = 'user_' || lpad(:p::text, 6, '0') \gset a_
+SELECT key, tenant_id, id, anonymous, verified, email, email_subscribed, last_seq, event_count, created_at, updated_at
+    FROM subscribers WHERE key = :a_key AND NOT retired FOR UPDATE \gset s_
+SELECT subscriber_key FROM aliases WHERE tenant_id = :tenant AND alias = 'user_' || lpad(:p::text, 6, '0');
 INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 1, 'pgb-' || :b::text || '-1', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
 INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 2, 'pgb-' || :b::text || '-2', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;
 INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties) VALUES (:s_key, :s_last_seq + 3, 'pgb-' || :b::text || '-3', 'screen_view', :now, :now, '{"screen":"home","index":7}') ON CONFLICT (subscriber_key, client_id) DO NOTHING;

@@ -4,7 +4,8 @@ import TestSupport
 import Testing
 
 /// API.md §13 over HTTP: replays byte for byte with no second effect, 422 for another request,
-/// scoping per API key and tenant, and what is not kept.
+/// scoping per API key and tenant, and what is not kept; on SQLite, and on PostgreSQL when a test
+/// server is set.
 @Suite struct IdempotencyTests {
     let receiver = WebhookReceiver.shared
 
@@ -18,8 +19,10 @@ import Testing
         return try s.client.send(method, path, body: Array(body.utf8), headers: fields)
     }
 
-    @Test func aRetriedUpsertGetsTheFirst201BackByteForByteWithoutASecondEffect() throws {
-        let s = try IdentitySession(WebhookServers.shared)
+    @Test(arguments: StoreKind.available) func aRetriedUpsertGetsTheFirst201BackByteForByteWithoutASecondEffect(
+        _ store: StoreKind
+    ) throws {
+        let s = try IdentitySession(WebhookServers.shared(store))
         let tag = randomAlphanumerics(12)
         _ = try s.createWebhook(url: receiver.url("ok", tag: tag), events: ["subscriber.created"])
         let key = "upsert-" + randomAlphanumerics(10)
@@ -42,8 +45,10 @@ import Testing
         #expect(try send(s, "PUT", "/v1/subscribers/idem-ada", body: body, key: nil).status == 200)
     }
 
-    @Test func aRetriedIdentifyMergesOnceAndARetriedBatchStoresItsEventsOnce() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func aRetriedIdentifyMergesOnceAndARetriedBatchStoresItsEventsOnce(
+        _ store: StoreKind
+    ) throws {
+        let s = try IdentitySession(store)
         let anon = newAnonymousID()
         let key = "identify-" + randomAlphanumerics(10)
         let identify = #"{"externalId":"idem-bob","anonymousId":"\#(anon)"}"#
@@ -62,8 +67,8 @@ import Testing
         #expect(try s.timeline("idem-bob").filter { ["open", "tap"].contains($0.string("name")) }.count == 2)
     }
 
-    @Test func theSameKeyForAnotherRequestIs422() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func theSameKeyForAnotherRequestIs422(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let key = "reuse-" + randomAlphanumerics(10)
         #expect(try send(s, "PUT", "/v1/subscribers/reuse-1", body: "{}", key: key).status == 201)
         for (method, path, body) in [
@@ -80,8 +85,8 @@ import Testing
         #expect(try s.subscriber("reuse-2") == nil)
     }
 
-    @Test func keysAreScopedToTheAPIKeyAndTheTenant() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func keysAreScopedToTheAPIKeyAndTheTenant(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         let issued = try s.backend("POST", "/v1/keys", ["kind": "secret"])
         let otherKey = try #require(issued.data?.string("apiKey"))
         let key = "scope-" + randomAlphanumerics(10)
@@ -91,7 +96,7 @@ import Testing
             s, "PUT", "/v1/subscribers/scoped", body: "{}", key: key, headers: ["Authorization": "Bearer \(otherKey)"])
         #expect(other.status == 200 && other.header("Idempotent-Replayed") == nil)
         // A workspace key acting in two tenants: one scope per tenant.
-        let t = try IdentitySession()
+        let t = try IdentitySession(store)
         let ws = s.server.workspaceKey
         let inS = try send(
             s, "PUT", "/v1/subscribers/ws-scoped", body: "{}", key: key,
@@ -103,8 +108,10 @@ import Testing
         #expect(try t.subscriber("ws-scoped") != nil)
     }
 
-    @Test func refusalsThatMaySucceedLaterAreNotKeptButOther4xxAre() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func refusalsThatMaySucceedLaterAreNotKeptButOther4xxAre(_ store: StoreKind)
+        throws
+    {
+        let s = try IdentitySession(store)
         // 401: the tenant requires verification; once it no longer does, the retry runs.
         #expect(try s.backend("PATCH", "/v1/tenant", ["requireVerification": true]).status == 200)
         let key = "unauth-" + randomAlphanumerics(10)
@@ -134,8 +141,8 @@ import Testing
         )
     }
 
-    @Test func aMalformedKeyIs400AndGetIgnoresTheHeader() throws {
-        let s = try IdentitySession()
+    @Test(arguments: StoreKind.available) func aMalformedKeyIs400AndGetIgnoresTheHeader(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)
         for key in ["has space", String(repeating: "k", count: 256), "tab\tin"] {
             let r = try send(s, "PUT", "/v1/subscribers/malformed", body: "{}", key: key)
             #expect(r.status == 400 && r.errorCode == "invalid_request", "\(key)")

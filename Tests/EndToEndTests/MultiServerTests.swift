@@ -18,11 +18,14 @@ struct MultiServerTests {
         let onA: HTTPClient
         let onB: HTTPClient
 
-        init() throws {
+        /// - Parameters: `environment` and `config` of both servers (see `TestServer.start`).
+        init(environment: [String: String] = [:], config: [String: Any] = [:]) throws {
             database = try #require(try PostgresTestDatabase.make())
             let key = "bk_ws_" + randomAlphanumerics(32)
-            a = try TestServer.start(databasePath: database.url, workspaceKey: key)
-            b = try TestServer.start(databasePath: database.url, workspaceKey: key)
+            a = try TestServer.start(
+                environment: environment, config: config, databasePath: database.url, workspaceKey: key)
+            b = try TestServer.start(
+                environment: environment, config: config, databasePath: database.url, workspaceKey: key)
             tenant = try a.createTenant(name: "pair")
             onA = try HTTPClient(port: a.port)
             onB = try HTTPClient(port: b.port)
@@ -175,6 +178,61 @@ struct MultiServerTests {
             usleep(20_000)
         }
         #expect(try #require(seenAfter, "B never showed the setting") <= 1.0)
+    }
+
+    /// API.md §14 on several servers: both delivery workers read the one outbox, and the claim
+    /// (`FOR UPDATE SKIP LOCKED`, then a lease) keeps them from sending an event twice.
+    @Test func webhookEventsMadeOnBothServersAreDeliveredOnceInTotal() throws {
+        let pair = try Pair(environment: WebhookServers.environment, config: WebhookServers.config)
+        let receiver = WebhookReceiver.shared
+        let tag = randomAlphanumerics(12)
+        let backend = pair.tenant.backend
+        // A slow receiver (30 ms a request) keeps a worker busy with its batch (32 at most) for
+        // about a second, while the other polls every 200 ms: both servers take a share.
+        let created = try pair.onA.send(
+            "POST", "/v1/webhooks", json: ["url": receiver.url("slow/30", tag: tag), "events": ["subscriber.created"]],
+            headers: backend)
+        let secret = try #require(created.data?.string("secret"), "\(created.text)")
+        let (threads, perThread) = (4, 12)
+        let total = threads * perThread
+        // Each thread writes through one server, so events are made on both.
+        let errors = runConcurrently(threads) { i in
+            let client = try pair.client(i)
+            for n in 0..<perThread {
+                let r = try client.send(
+                    "PUT", "/v1/subscribers/hooked-\(i)-\(n)", json: [:] as JSONDict, headers: backend)
+                guard r.status == 201 else { throw TestFailure("thread \(i) upsert \(n): \(r.status) \(r.text)") }
+            }
+        }
+        #expect(errors.isEmpty, "\(errors.prefix(3))")
+        receiver.waitFor(tag: tag, seconds: 20) { $0.count >= total }
+        // Longer than a poll of both workers: a second send of any event would arrive now.
+        usleep(1_000_000)
+        let events = receiver.events(tag: tag)
+        let ids = events.compactMap { $0.string("id") }
+        #expect(ids.count == total, "\(ids.count) requests for \(total) events")
+        #expect(Set(ids).count == total, "an event was sent more than once")
+        let expected = Set((0..<threads).flatMap { i in (0..<perThread).map { "hooked-\(i)-\($0)" } })
+        #expect(Set(events.compactMap { $0.object("data")?.string("subscriberId") }) == expected)
+        let checked = try receiver.verifySignatures(secret: secret, tag: tag)
+        #expect(checked.valid == total && checked.invalid == 0)
+        // The outbox agrees: one attempt per event, each succeeded.
+        let outbox = try psql(
+            pair.database.url,
+            """
+            SELECT count(*), count(DISTINCT event_id), max(attempt), bool_and(status = 'succeeded')
+            FROM webhook_deliveries
+            """)
+        #expect(outbox == "\(total)|\(total)|1|t")
+        // Both servers sent a share: the sharing was tested, not one worker alone.
+        let sent = try [pair.onA, pair.onB].map { client -> Int in
+            let text = try client.send("GET", "/metrics").text
+            let line = text.split(separator: "\n").first {
+                $0.hasPrefix("buzzkit_webhook_deliveries_total{result=\"succeeded\"}")
+            }
+            return line.flatMap { $0.split(separator: " ").last }.flatMap { Int($0) } ?? 0
+        }
+        #expect(sent.reduce(0, +) == total && sent.allSatisfy { $0 > 0 }, "sent by A and B: \(sent)")
     }
 
     @Test func serversStartingTogetherOnAnEmptyDatabaseMigrateOnce() throws {

@@ -104,18 +104,27 @@ private let atexit_pids: Mutex<[Int32]> = {
 
 enum WebhookServers {
     /// A server that may send to the loopback receiver, retrying after 1 s, twice.
-    static let shared: TestServer = {
+    static let shared: TestServer = start(.sqlite)
+    /// The same on PostgreSQL, started on first use (only when a test server is configured).
+    static let sharedPostgres: TestServer = start(.postgres)
+
+    /// The shared webhook server on `kind`.
+    static func shared(_ kind: StoreKind) -> TestServer { kind == .postgres ? sharedPostgres : shared }
+
+    /// The settings of a server that sends to the loopback receiver (and retries after 1 s, twice).
+    static let environment = ["BUZZKIT_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true"]
+    static var config: [String: Any] { ["webhookRetryScheduleSeconds": [1, 1]] }
+
+    private static func start(_ kind: StoreKind) -> TestServer {
         do {
-            let server = try TestServer.start(
-                environment: ["BUZZKIT_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true"],
-                config: ["webhookRetryScheduleSeconds": [1, 1]])
+            let server = try TestServer.start(environment: environment, config: config, store: kind)
             let pid = server.process.processIdentifier
             atexit_pids.withLock { $0.append(pid) }
             return server
         } catch {
             fatalError("could not start buzzkit: \(error)")
         }
-    }()
+    }
 }
 
 extension IdentitySession {

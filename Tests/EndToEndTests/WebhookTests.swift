@@ -5,14 +5,16 @@ import Testing
 
 /// API.md §14 over HTTP against the real binary and a loopback receiver: every event type,
 /// signatures checked by Python's `hmac`, retries, `410`, the filter, and nothing for a change
-/// that did not happen.
+/// that did not happen. Each test runs on SQLite, and on PostgreSQL when a test server is set.
 @Suite struct WebhookTests {
     let receiver = WebhookReceiver.shared
 
-    private func session() throws -> IdentitySession { try IdentitySession(WebhookServers.shared) }
+    private func session(_ store: StoreKind) throws -> IdentitySession {
+        try IdentitySession(WebhookServers.shared(store))
+    }
 
-    @Test func everyEventTypeArrivesSignedWithItsData() throws {
-        let s = try session()
+    @Test(arguments: StoreKind.available) func everyEventTypeArrivesSignedWithItsData(_ store: StoreKind) throws {
+        let s = try session(store)
         let tag = randomAlphanumerics(12)
         let hook = try s.createWebhook(url: receiver.url("ok", tag: tag))
 
@@ -80,8 +82,10 @@ import Testing
         #expect(wrong.valid == 0 && wrong.invalid == checked.valid)
     }
 
-    @Test func aFailingReceiverIsRetriedAndEveryAttemptIsListed() throws {
-        let s = try session()
+    @Test(arguments: StoreKind.available) func aFailingReceiverIsRetriedAndEveryAttemptIsListed(_ store: StoreKind)
+        throws
+    {
+        let s = try session(store)
         let tag = randomAlphanumerics(12)
         let hook = try s.createWebhook(url: receiver.url("fail/2", tag: tag), events: ["subscriber.created"])
         #expect(try s.backend("PUT", "/v1/subscribers/retry-me", [:] as JSONDict).status == 201)
@@ -110,8 +114,8 @@ import Testing
         #expect(second.data?["nextCursor"] is NSNull)
     }
 
-    @Test func a410DisablesTheEndpoint() throws {
-        let s = try session()
+    @Test(arguments: StoreKind.available) func a410DisablesTheEndpoint(_ store: StoreKind) throws {
+        let s = try session(store)
         let tag = randomAlphanumerics(12)
         let hook = try s.createWebhook(url: receiver.url("status/410", tag: tag))
         #expect(try s.backend("PUT", "/v1/subscribers/gone-1", [:] as JSONDict).status == 201)
@@ -128,8 +132,8 @@ import Testing
         #expect(deliveries.map { $0.int("responseStatus") ?? 0 } == [410])
     }
 
-    @Test func theFilterSendsOnlyTheChosenTypes() throws {
-        let s = try session()
+    @Test(arguments: StoreKind.available) func theFilterSendsOnlyTheChosenTypes(_ store: StoreKind) throws {
+        let s = try session(store)
         let tag = randomAlphanumerics(12)
         let hook = try s.createWebhook(url: receiver.url("ok", tag: tag), events: ["subscriber.deleted"])
         #expect(
@@ -144,8 +148,8 @@ import Testing
         #expect(events.first?.object("data")?.string("subscriberId") == "filtered")
     }
 
-    @Test func nothingIsSentForARefusedOrRolledBackChange() throws {
-        let s = try session()
+    @Test(arguments: StoreKind.available) func nothingIsSentForARefusedOrRolledBackChange(_ store: StoreKind) throws {
+        let s = try session(store)
         let tag = randomAlphanumerics(12)
         _ = try s.createWebhook(url: receiver.url("ok", tag: tag))
         // Refused before any write: an invalid external id, an over-limit attribute map.
@@ -170,9 +174,9 @@ import Testing
         #expect(!events.contains { $0.string("type") == "subscriber.merged" })
     }
 
-    @Test func endpointsAreTenantIsolatedAndBackendOnly() throws {
-        let a = try session()
-        let b = try session()
+    @Test(arguments: StoreKind.available) func endpointsAreTenantIsolatedAndBackendOnly(_ store: StoreKind) throws {
+        let a = try session(store)
+        let b = try session(store)
         let hook = try a.createWebhook(url: receiver.url("ok", tag: randomAlphanumerics(12)))
         for (method, path) in [
             ("GET", "/v1/webhooks/\(hook.id)"), ("DELETE", "/v1/webhooks/\(hook.id)"),
@@ -191,8 +195,8 @@ import Testing
         #expect(try a.backend("GET", "/v1/webhooks/\(hook.id)").status == 404)
     }
 
-    @Test func createValidatesTheRequest() throws {
-        let s = try session()
+    @Test(arguments: StoreKind.available) func createValidatesTheRequest(_ store: StoreKind) throws {
+        let s = try session(store)
         for body in [
             ["url": "ftp://example.com/x"], ["url": "http:///nohost"], ["url": "not a url"], [:],
             ["url": "http://127.0.0.1:9/x", "events": ["subscriber.exploded"]],
@@ -209,8 +213,8 @@ import Testing
     }
 
     /// Without `webhookAllowPrivateNetworks` the server refuses URLs into its own networks.
-    @Test func privateDestinationsAreRefusedByDefault() throws {
-        let s = try IdentitySession()  // the shared identity server: private networks not allowed
+    @Test(arguments: StoreKind.available) func privateDestinationsAreRefusedByDefault(_ store: StoreKind) throws {
+        let s = try IdentitySession(store)  // the shared identity server: private networks not allowed
         for url in [
             "http://127.0.0.1:8080/x", "http://localhost/x", "http://10.1.2.3/x", "http://192.168.0.1/",
             "http://172.16.5.4/", "http://169.254.169.254/latest/meta-data", "http://[::1]:80/x", "http://[fe80::1]/",
@@ -223,13 +227,13 @@ import Testing
         #expect(try s.backend("POST", "/v1/webhooks", ["url": "https://93.184.216.34/hooks"]).status == 201)
     }
 
-    @Test func metricsCountDeliveriesAndShowTheBacklog() throws {
-        let s = try session()
+    @Test(arguments: StoreKind.available) func metricsCountDeliveriesAndShowTheBacklog(_ store: StoreKind) throws {
+        let s = try session(store)
         let tag = randomAlphanumerics(12)
         let hook = try s.createWebhook(url: receiver.url("ok", tag: tag))
         #expect(try s.backend("POST", "/v1/webhooks/\(hook.id)/test").status == 200)
         receiver.waitFor(tag: tag) { $0.count >= 1 }
-        let client = try HTTPClient(port: WebhookServers.shared.port)
+        let client = try HTTPClient(port: WebhookServers.shared(store).port)
         var text = ""
         _ = eventually(5) {
             text = (try? client.send("GET", "/metrics").text) ?? ""

@@ -30,12 +30,13 @@ private final class ScriptedTransport: DeliveryTransport {
     }
 }
 
-/// The worker against the real SQLite store with a manual clock: the schedule, giving up, 410.
+/// The worker against the real store (SQLite, and PostgreSQL when a test server is set) with a
+/// manual clock: the schedule, giving up, 410, the lease.
 @Suite struct DeliveryWorkerTests {
-    private func setUp() throws -> (InProcessApp, TestTenant, endpointID: String) {
+    private func setUp(_ store: StoreKind) throws -> (InProcessApp, TestTenant, endpointID: String) {
         var configuration = ApplicationConfiguration()
         configuration.webhookDestinations = DestinationPolicy(allowPrivateNetworks: true)
-        let app = try InProcessApp(configuration: configuration)
+        let app = try InProcessApp(store: store, configuration: configuration)
         let tenant = try app.createTenant()
         let created = try app.send(
             "POST", "/v1/webhooks", json: ["url": "http://127.0.0.1:9/hook"], headers: tenant.backend)
@@ -58,8 +59,9 @@ private final class ScriptedTransport: DeliveryTransport {
         return (response.data?["deliveries"] as? [[String: Any]]) ?? []
     }
 
-    @Test func failuresFollowTheScheduleWithJitterThenGiveUp() throws {
-        let (app, tenant, id) = try setUp()
+    @Test(arguments: StoreKind.available) func failuresFollowTheScheduleWithJitterThenGiveUp(_ store: StoreKind) throws
+    {
+        let (app, tenant, id) = try setUp(store)
         defer { app.close() }
         let transport = ScriptedTransport([.success(500), .failure(TransportError("connect refused")), .success(503)])
         let worker = worker(app, transport, schedule: [10, 100])
@@ -92,8 +94,8 @@ private final class ScriptedTransport: DeliveryTransport {
         #expect(Set(sent.map { $0.headers["webhook-timestamp"] ?? "" }).count == 3)
     }
 
-    @Test func a410DisablesTheEndpointAndFailsWhatIsPending() throws {
-        let (app, tenant, id) = try setUp()
+    @Test(arguments: StoreKind.available) func a410DisablesTheEndpointAndFailsWhatIsPending(_ store: StoreKind) throws {
+        let (app, tenant, id) = try setUp(store)
         defer { app.close() }
         let transport = ScriptedTransport([.success(410)])
         let worker = worker(app, transport, schedule: [1])
@@ -114,8 +116,8 @@ private final class ScriptedTransport: DeliveryTransport {
         #expect(try app.store.read { try $0.pendingWebhookDeliveryCount() } == 0)
     }
 
-    @Test func aClaimKeepsOtherWorkersOffUntilItsLeaseEnds() throws {
-        let (app, tenant, _) = try setUp()
+    @Test(arguments: StoreKind.available) func aClaimKeepsOtherWorkersOffUntilItsLeaseEnds(_ store: StoreKind) throws {
+        let (app, tenant, _) = try setUp(store)
         defer { app.close() }
         #expect(try app.send("PUT", "/v1/subscribers/leased", json: [:], headers: tenant.backend).status == 201)
         let start = app.clock.now()
@@ -136,8 +138,10 @@ private final class ScriptedTransport: DeliveryTransport {
 
     /// The writer's filter cache never answers "not wanted" for an endpoint that exists: not after a
     /// delete that rolled back, not after a create in the same group.
-    @Test func theWantedProbeFollowsEndpointChangesAndRollbacks() throws {
-        let (app, tenant, id) = try setUp()
+    @Test(arguments: StoreKind.available) func theWantedProbeFollowsEndpointChangesAndRollbacks(_ store: StoreKind)
+        throws
+    {
+        let (app, tenant, id) = try setUp(store)
         defer { app.close() }
         let type = WebhookEventType.subscriberCreated.rawValue
         let tenantID = tenant.id
@@ -163,7 +167,7 @@ private final class ScriptedTransport: DeliveryTransport {
         #expect(try app.store.writeNow { try $0.webhookWanted(tenantID: tenantID, type: "subscriber.deleted") })
     }
 
-    @Test func theSignatureIsStandardWebhooks() throws {
+    @Test(arguments: StoreKind.available) func theSignatureIsStandardWebhooks(_ store: StoreKind) throws {
         // The example of the Standard Webhooks specification, checked with Python's hmac.
         let signature = try WebhookSignature.sign(
             secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", id: "msg_p5jXN8AQM9LWM0D4loKWxJek",
@@ -171,7 +175,7 @@ private final class ScriptedTransport: DeliveryTransport {
         #expect(signature == "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
         // What the worker sends is what the receiver's check accepts (and the wrong secret is not).
         let transport = ScriptedTransport([])
-        let (app, tenant, _) = try setUp()
+        let (app, tenant, _) = try setUp(store)
         defer { app.close() }
         let created = try app.send(
             "POST", "/v1/webhooks", json: ["url": "http://127.0.0.1:9/b"], headers: tenant.backend)

@@ -233,3 +233,30 @@ def expect(cond, what):
     print(("  ok    " if cond else "  FAIL  ") + what, flush=True)
     if not cond:
         failures.append(what)
+
+
+# MARK: - PostgreSQL: a fresh database per run on the server a URL names
+
+
+def is_postgres(url):
+    return url is not None and (url.startswith("postgres://") or url.startswith("postgresql://"))
+
+
+def with_database(url, name):
+    """`url` with its database name replaced by `name` (query string kept)."""
+    scheme, rest = url.split("://", 1)
+    rest, query = (rest.split("?", 1) + [""])[:2]
+    authority = rest.split("/", 1)[0]
+    return "%s://%s/%s%s" % (scheme, authority, name, "?" + query if query else "")
+
+
+def psql(url, sql):
+    subprocess.run(["psql", url, "-qAtX", "-v", "ON_ERROR_STOP=1", "-c", sql], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+def fresh_postgres_database(url, prefix):
+    """Creates a database named `prefix`_<pid>_<random> on the server `url` names; returns (name, its URL)."""
+    name = "%s_%d_%s" % (prefix, os.getpid(), alnum(8).lower())
+    psql(url, "CREATE DATABASE %s" % name)
+    return name, with_database(url, name)

@@ -30,7 +30,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Client, Server, alnum, anon_id  # noqa: E402
+from common import Client, Server, alnum, anon_id, fresh_postgres_database, is_postgres, psql  # noqa: E402
 
 ACK, ERR, UNKNOWN, REFUSED = "ack", "err", "unknown", "refused"
 
@@ -192,23 +192,6 @@ def integrity_of_crashed_files(database):
         shutil.rmtree(d, ignore_errors=True)
 
 
-def is_postgres(url):
-    return url is not None and (url.startswith("postgres://") or url.startswith("postgresql://"))
-
-
-def with_database(url, name):
-    """`url` with its database name replaced by `name` (query string kept)."""
-    scheme, rest = url.split("://", 1)
-    rest, query = (rest.split("?", 1) + [""])[:2]
-    authority = rest.split("/", 1)[0]
-    return "%s://%s/%s%s" % (scheme, authority, name, "?" + query if query else "")
-
-
-def psql(url, sql):
-    subprocess.run(["psql", url, "-qAtX", "-v", "ON_ERROR_STOP=1", "-c", sql], check=True,
-                   stdout=subprocess.DEVNULL)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cycles", type=int, default=20)
@@ -226,9 +209,7 @@ def main():
     directory = tempfile.mkdtemp(prefix="buzzkit-crash-")
     postgres = is_postgres(args.database)
     if postgres:
-        name = "bk_crash_%d_%s" % (os.getpid(), alnum(8).lower())
-        psql(args.database, "CREATE DATABASE %s" % name)
-        database = with_database(args.database, name)
+        name, database = fresh_postgres_database(args.database, "bk_crash")
         print("crash-safety: on PostgreSQL, database %s" % name, flush=True)
     else:
         database = os.path.join(directory, "buzzkit.sqlite")

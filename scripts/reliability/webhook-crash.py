@@ -10,6 +10,7 @@ random moment, restart on the same database, and check that
   * every delivery carries a signature that Python's hmac accepts.
 
 usage: webhook-crash.py [--cycles N] [--workers W] [--seconds S] [--slow-ms MS] [--seed S]
+                        [--database postgres://…]   (a fresh database on that server; default SQLite)
 """
 
 import argparse
@@ -24,7 +25,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Client, Server, alnum, expect, failures, request  # noqa: E402
+from common import Client, Server, alnum, expect, failures, fresh_postgres_database, is_postgres, psql, request  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RECEIVER = os.path.join(HERE, "..", "webhooks", "receiver.py")
@@ -80,6 +81,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=2.0, help="most load before each kill")
     ap.add_argument("--slow-ms", type=int, default=100, help="how long the receiver takes to answer")
     ap.add_argument("--seed", type=int, default=int(time.time()))
+    ap.add_argument("--database", default=None,
+                    help="a postgres:// URL of a server to run against (default: a SQLite file)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     print("seed %d" % args.seed)
@@ -88,7 +91,13 @@ def main():
     log_path = os.path.join(directory, "received.jsonl")
     open(log_path, "w").close()
     receiver, receiver_port = start_receiver(log_path)
-    server = Server(os.path.join(directory, "db.sqlite"), directory,
+    postgres = is_postgres(args.database)
+    if postgres:
+        name, database = fresh_postgres_database(args.database, "bk_whcrash")
+        print("on PostgreSQL, database %s" % name)
+    else:
+        database = os.path.join(directory, "db.sqlite")
+    server = Server(database, directory,
                     config={"logLevel": "warn", "webhookRetryScheduleSeconds": [1] * 20},
                     env={"BUZZKIT_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true"})
     try:
@@ -167,6 +176,8 @@ def main():
     if failures:
         print("FAILED: %d checks (seed %d, files in %s)" % (len(failures), args.seed, directory))
         sys.exit(1)
+    if postgres:
+        psql(args.database, "DROP DATABASE %s WITH (FORCE)" % name)
     print("ok")
 
 

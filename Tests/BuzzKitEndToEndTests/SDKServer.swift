@@ -91,8 +91,12 @@ final class SDKServer: @unchecked Sendable {
             externalId: externalId, secret: IdentityVerifier.key(fromSecret: tenant.identitySecret))
     }
 
-    /// A device: an SDK client on its own storage, retrying fast.
-    func device(storage: URL? = nil, durability: Durability = .synchronous) -> BuzzKitClient {
+    /// A device: an SDK client on its own storage, retrying fast, talking to this server (or to
+    /// `baseURL`, a proxy in front of it).
+    func device(
+        storage: URL? = nil, durability: Durability = .synchronous, baseURL: URL? = nil,
+        configure: (inout Configuration) -> Void = { _ in }
+    ) -> BuzzKitClient {
         var configuration = Configuration()
         configuration.platform = .ios
         configuration.retry.baseDelay = 0.05
@@ -100,9 +104,11 @@ final class SDKServer: @unchecked Sendable {
         configuration.requestTimeout = 5
         configuration.durability = durability
         configuration.log = { _ in }
+        configure(&configuration)
         let directory = storage ?? self.directory.appendingPathComponent("device-\(UUID().uuidString)")
         return BuzzKitClient(
-            clientKey: tenant.clientKey, baseURL: baseURL, storageDirectory: directory, configuration: configuration)
+            clientKey: tenant.clientKey, baseURL: baseURL ?? self.baseURL, storageDirectory: directory,
+            configuration: configuration)
     }
 
     /// `GET /v1/subscribers/{id}` with the secret key: the subscriber and the metadata.

@@ -77,11 +77,13 @@ echo "copy_seconds $(python3 -c "print(round($(date +%s.%N) - $started, 2))")" |
 psql "$URL" -qAtX -c "CREATE SEQUENCE bench_anon START $((2 * RUNS * SPAN))" -c "CREATE SEQUENCE bench_batch" -c "VACUUM ANALYZE"
 
 # --- servers ----------------------------------------------------------------------------------
+# WRITER_THREADS=N sets postgresWriterThreads on the PostgreSQL servers (default: the server's).
+writers=${WRITER_THREADS:+, \"postgresWriterThreads\": $WRITER_THREADS}
 cat >"$WORK/config.json" <<JSON
-{"logLevel": "warn", "clientKeyRatePerSecond": 0, "idleTimeoutSeconds": 600}
+{"logLevel": "warn", "clientKeyRatePerSecond": 0, "idleTimeoutSeconds": 600$writers}
 JSON
 cat >"$WORK/config-nocache.json" <<JSON
-{"logLevel": "warn", "clientKeyRatePerSecond": 0, "idleTimeoutSeconds": 600, "snapshotCacheMiB": 0}
+{"logLevel": "warn", "clientKeyRatePerSecond": 0, "idleTimeoutSeconds": 600, "snapshotCacheMiB": 0$writers}
 JSON
 # start_server NAME DATABASE CONFIG: sets PORT_<NAME> and PID_<NAME>.
 start_server() {

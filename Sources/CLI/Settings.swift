@@ -18,7 +18,7 @@ struct Settings {
     var snapshotCacheMiB = 64
     /// PostgreSQL only: connections one server opens at most, and writer threads among them.
     var postgresPoolSize = 10
-    var postgresWriterThreads = 1
+    var postgresWriterThreads = 4
     var shutdownDrainSeconds = 10
     var server = HTTPServer.Configuration()
     var application = ApplicationConfiguration()

@@ -30,7 +30,8 @@ package final class TestStore: @unchecked Sendable {
     /// - Parameters:
     ///   - kind: The engine.
     ///   - sqliteReaders: Reader connections of a SQLite store.
-    package init(_ kind: StoreKind, sqliteReaders: Int = 2) throws {
+    ///   - postgresWriterThreads: Writer threads of a PostgreSQL store (the store's default if nil).
+    package init(_ kind: StoreKind, sqliteReaders: Int = 2, postgresWriterThreads: Int? = nil) throws {
         switch kind {
         case .sqlite:
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -49,6 +50,7 @@ package final class TestStore: @unchecked Sendable {
             var configuration = PostgresIdentityStore.Configuration(url: created.url)
             configuration.poolSize = 4
             configuration.usageFlushInterval = .milliseconds(200)
+            if let postgresWriterThreads { configuration.writerThreads = postgresWriterThreads }
             let store = try PostgresIdentityStore(configuration: configuration)
             // The listener for other servers' auth changes and the usage flush, as `serve` runs them.
             try store.startMaintenance()

@@ -2,6 +2,13 @@ import CSQLite
 import Glibc
 
 /// WAL checkpoint modes (<https://www.sqlite.org/c3ref/wal_checkpoint_v2.html>).
+/// What a checkpoint saw: the WAL's length in frames (pages) and how many of them are now in
+/// the database file.
+package struct CheckpointResult: Sendable, Hashable {
+    package var logFrames: Int
+    package var checkpointedFrames: Int
+}
+
 package enum CheckpointMode: Sendable, Hashable {
     /// Copy as much of the WAL as possible without waiting for readers or writers.
     case passive
@@ -28,7 +35,8 @@ extension Database {
     /// A no-op for databases not in WAL mode. `.full`, `.restart` and `.truncate` throw
     /// `SQLITE_BUSY` when readers or another writer prevented them from completing.
     /// - Parameter mode: See ``CheckpointMode``.
-    package func checkpoint(_ mode: CheckpointMode = .passive) throws {
+    @discardableResult
+    package func checkpoint(_ mode: CheckpointMode = .passive) throws -> CheckpointResult {
         guard let handle else { throw SQLiteError.misuse("database connection is closed") }
         var logFrames: Int32 = 0
         var checkpointedFrames: Int32 = 0
@@ -36,6 +44,14 @@ extension Database {
         guard result == SQLITE_OK else {
             throw SQLiteError(connection: handle, resultCode: result, sql: "wal_checkpoint(\(mode))")
         }
+        return CheckpointResult(logFrames: Int(logFrames), checkpointedFrames: Int(checkpointedFrames))
+    }
+
+    /// How long this connection waits on a lock before `SQLITE_BUSY` from now on.
+    package func setBusyTimeout(_ timeout: Duration) {
+        guard let handle else { return }
+        let milliseconds = timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
+        sqlite3_busy_timeout(handle, Int32(clamping: milliseconds))
     }
 
     /// Copies this database into the file at `path` with the online backup API

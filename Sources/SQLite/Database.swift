@@ -82,10 +82,7 @@ package final class Database {
     private func setUp(_ options: Options) throws {
         guard let handle else { return }
         sqlite3_extended_result_codes(handle, 1)
-        let milliseconds =
-            options.busyTimeout.components.seconds * 1000
-            + options.busyTimeout.components.attoseconds / 1_000_000_000_000_000
-        sqlite3_busy_timeout(handle, Int32(clamping: milliseconds))
+        setBusyTimeout(options.busyTimeout)
         // Defensive mode forbids writable_schema and other ways to corrupt the file from SQL:
         // https://www.sqlite.org/c3ref/c_dbconfig_defensive.html
         _ = buzzkit_sqlite3_db_config_defensive(handle, 1)

@@ -205,12 +205,25 @@ package final class DatabaseWriter: Sendable {
     /// log restarts): at 64 MiB it was cut at every restart under a flood and regrew block by
     /// block, each commit's fsync carrying the size change (identify p99 5.8 → 104 ms; 6–62 ms
     /// at 256 MiB).
-    /// - Parameter every: Time between checkpoints.
-    package func checkpointInBackground(every: Duration) throws {
+    ///
+    /// A flood that never pauses still has to restart the log: readers that overlap without end
+    /// keep a read mark in the WAL, so the writer can never go back to its start and the file
+    /// grew by ~50 MB a second (2 GB after 40 s of identifies, throughput down from 10k to 1k a
+    /// second). So when a passive checkpoint leaves a log longer than `restartAfterFrames`, the
+    /// thread runs one `RESTART` checkpoint, waiting up to 200 ms for the group being committed
+    /// and the readers in flight (a pause of that much for new writes at most, once per
+    /// `restartAfterFrames` pages written); the next commit then writes from the log's start.
+    /// - Parameters:
+    ///   - every: Time between checkpoints.
+    ///   - restartAfterFrames: WAL length (pages) past which the log is restarted while writes
+    ///     flow; 16,384 pages is 64 MiB at the default 4 KiB page.
+    package func checkpointInBackground(every: Duration, restartAfterFrames: Int = 16_384) throws {
         var checkpointOptions = options
         checkpointOptions.busyTimeout = .zero
         let connection = try Database(path: path, options: checkpointOptions)
-        let checkpointer = Checkpointer(database: connection, every: every, commits: commits, onError: onError)
+        let checkpointer = Checkpointer(
+            database: connection, every: every, restartAfterFrames: restartAfterFrames, commits: commits,
+            onError: onError)
         let started = shared.withLock { state -> Bool in
             guard state.checkpointer == nil, !state.closing else { return false }
             state.checkpointInterval = every
@@ -396,12 +409,17 @@ private final class Checkpointer: Sendable {
     /// Used only by the checkpoint thread once started.
     private let database: UnsafeTransfer<Database>
     private let every: Duration
+    private let restartAfterFrames: Int
     private let commits: Commits
     private let onError: DatabaseErrorHandler?
 
-    init(database: Database, every: Duration, commits: Commits, onError: DatabaseErrorHandler?) {
+    init(
+        database: Database, every: Duration, restartAfterFrames: Int, commits: Commits,
+        onError: DatabaseErrorHandler?
+    ) {
         self.database = UnsafeTransfer(value: database)
         self.every = every
+        self.restartAfterFrames = restartAfterFrames
         self.commits = commits
         self.onError = onError
     }
@@ -426,7 +444,8 @@ private final class Checkpointer: Sendable {
             // round, and reported: a checkpoint that keeps failing is a WAL that keeps growing.
             if committed != checkpointedAt {
                 do {
-                    try database.value.checkpoint(.passive)
+                    let passive = try database.value.checkpoint(.passive)
+                    if passive.logFrames > restartAfterFrames { restartLog() }
                 } catch {
                     onError?("checkpoint(passive)", error)
                 }
@@ -444,5 +463,17 @@ private final class Checkpointer: Sendable {
         database.value.close()
         state.withLock { $0.stopped = true }
         state.broadcast()
+    }
+
+    /// The one checkpoint that may wait: for the writer's group and the readers on the log, so
+    /// that the next commit starts the log again instead of growing it.
+    private func restartLog() {
+        database.value.setBusyTimeout(.milliseconds(200))
+        defer { database.value.setBusyTimeout(.zero) }
+        do {
+            try database.value.checkpoint(.restart)
+        } catch {
+            onError?("checkpoint(restart)", error)
+        }
     }
 }

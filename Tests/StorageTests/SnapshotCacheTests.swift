@@ -53,4 +53,17 @@ import Testing
         let last = cache.lookup(tenantID: "tn_a", id: "user-100").snapshot
         #expect(last?.record.key == 100)  // the newest entry is always kept
     }
+
+    @Test func theOldestEntriesGoFirstPastTheBudget() {
+        let cache = SnapshotCache(budgetBytes: 8192)
+        for key in 1...500 as ClosedRange<Int64> {
+            let id = "user-\(key)"
+            let epoch = cache.lookup(tenantID: "tn_a", id: id).epoch
+            cache.store(snapshot(key: key, id: id), tenantID: "tn_a", id: id, epoch: epoch)
+        }
+        let held = (1...500).filter { cache.lookup(tenantID: "tn_a", id: "user-\($0)").snapshot != nil }
+        #expect(!held.isEmpty && held.count < 500)
+        // What is left is the newest run of stores, nothing older kept in between.
+        #expect(held == Array((500 - held.count + 1)...500))
+    }
 }

@@ -60,13 +60,13 @@ import Testing
         let record = IdempotencyRecord(
             scope: "k/t", key: "old", method: "PUT", path: "/v1/x", bodySHA256: [1, 2], status: 201,
             contentType: "application/json", response: Array("{}".utf8), createdAt: Timestamp(millis: 1_000))
-        try app.store.writeNow { ctx in try ctx.insertIdempotencyRecord(record) }
-        let kept = try app.store.writeNow { ctx in
+        try app.store.writeAndWait { ctx in try ctx.insertIdempotencyRecord(record) }
+        let kept = try app.store.writeAndWait { ctx in
             try ctx.purgeIdempotencyRecords(createdBefore: Timestamp(millis: 1_000), limit: 10)
         }
         #expect(kept == 0)
         #expect(try app.store.read { try $0.idempotencyRecord(scope: "k/t", key: "old") } == record)
-        let purged = try app.store.writeNow { ctx in
+        let purged = try app.store.writeAndWait { ctx in
             try ctx.purgeIdempotencyRecords(createdBefore: Timestamp(millis: 1_001), limit: 10)
         }
         #expect(purged == 1)
@@ -80,20 +80,4 @@ private final class ResponseSlot: @unchecked Sendable {
     private var response: HTTPResponse?
     func set(_ value: HTTPResponse) { lock.withLock { response = value } }
     func get() -> HTTPResponse? { lock.withLock { response } }
-}
-
-extension IdentityStore {
-    /// A write that waits for its commit (the store protocol's `write` answers by callback).
-    fileprivate func writeNow<T: Sendable>(_ body: @escaping @Sendable (any IdentityWriteContext) throws -> T) throws
-        -> T
-    {
-        let done = DispatchSemaphore(value: 0)
-        let result = Mutex<Result<T, any Error>?>(nil)
-        write(body) { outcome in
-            result.withLock { $0 = outcome }
-            done.signal()
-        }
-        done.wait()
-        return try result.withLock { $0! }.get()
-    }
 }

@@ -122,7 +122,7 @@ private final class ScriptedTransport: DeliveryTransport {
         #expect(try app.send("PUT", "/v1/subscribers/leased", json: [:], headers: tenant.backend).status == 201)
         let start = app.clock.now()
         func claim(at offset: Int64) throws -> [Int64] {
-            try app.store.writeNow { ctx in
+            try app.store.writeAndWait { ctx in
                 try ctx.claimDueWebhookDeliveries(
                     now: Timestamp(millis: start.millis + offset), limit: 10,
                     leaseUntil: Timestamp(millis: start.millis + offset + 60_000))
@@ -145,10 +145,10 @@ private final class ScriptedTransport: DeliveryTransport {
         defer { app.close() }
         let type = WebhookEventType.subscriberCreated.rawValue
         let tenantID = tenant.id
-        #expect(try app.store.writeNow { try $0.webhookWanted(tenantID: tenantID, type: type) })
+        #expect(try app.store.writeAndWait { try $0.webhookWanted(tenantID: tenantID, type: type) })
         struct Abort: Error {}
         #expect(throws: Abort.self) {
-            try app.store.writeNow { ctx -> Void in
+            try app.store.writeAndWait { ctx -> Void in
                 let endpoint = try #require(try ctx.webhookEndpoint(tenantID: tenantID, id: id))
                 try ctx.deleteWebhookEndpoint(key: endpoint.key)
                 #expect(try ctx.webhookWanted(tenantID: tenantID, type: type) == false)
@@ -156,15 +156,16 @@ private final class ScriptedTransport: DeliveryTransport {
             }
         }
         #expect(
-            try app.store.writeNow { try $0.webhookWanted(tenantID: tenantID, type: type) }, "the delete rolled back")
+            try app.store.writeAndWait { try $0.webhookWanted(tenantID: tenantID, type: type) },
+            "the delete rolled back")
         #expect(try app.send("DELETE", "/v1/webhooks/\(id)", headers: tenant.backend).status == 200)
-        #expect(try app.store.writeNow { try $0.webhookWanted(tenantID: tenantID, type: type) } == false)
+        #expect(try app.store.writeAndWait { try $0.webhookWanted(tenantID: tenantID, type: type) } == false)
         let created = try app.send(
             "POST", "/v1/webhooks", json: ["url": "http://127.0.0.1:9/again", "events": ["subscriber.deleted"]],
             headers: tenant.backend)
         #expect(created.status == 201)
-        #expect(try app.store.writeNow { try $0.webhookWanted(tenantID: tenantID, type: type) } == false)
-        #expect(try app.store.writeNow { try $0.webhookWanted(tenantID: tenantID, type: "subscriber.deleted") })
+        #expect(try app.store.writeAndWait { try $0.webhookWanted(tenantID: tenantID, type: type) } == false)
+        #expect(try app.store.writeAndWait { try $0.webhookWanted(tenantID: tenantID, type: "subscriber.deleted") })
     }
 
     @Test(arguments: StoreKind.available) func theSignatureIsStandardWebhooks(_ store: StoreKind) throws {
@@ -211,21 +212,5 @@ private final class ScriptedTransport: DeliveryTransport {
         }
         #expect(throws: Never.self) { try strict.check("http://8.8.8.8/") }
         #expect(throws: Never.self) { try DestinationPolicy(allowPrivateNetworks: true).check("http://127.0.0.1/") }
-    }
-}
-
-extension IdentityStore {
-    /// A write that waits for its commit (the store protocol's `write` answers by callback).
-    fileprivate func writeNow<T: Sendable>(_ body: @escaping @Sendable (any IdentityWriteContext) throws -> T) throws
-        -> T
-    {
-        let done = DispatchSemaphore(value: 0)
-        let result = Mutex<Result<T, any Error>?>(nil)
-        write(body) { outcome in
-            result.withLock { $0 = outcome }
-            done.signal()
-        }
-        done.wait()
-        return try result.withLock { $0! }.get()
     }
 }

@@ -1,7 +1,6 @@
 import CSQLite
 import Glibc
 
-/// WAL checkpoint modes (<https://www.sqlite.org/c3ref/wal_checkpoint_v2.html>).
 /// What a checkpoint saw: the WAL's length in frames (pages) and how many of them are now in
 /// the database file.
 package struct CheckpointResult: Sendable, Hashable {
@@ -9,6 +8,7 @@ package struct CheckpointResult: Sendable, Hashable {
     package var checkpointedFrames: Int
 }
 
+/// WAL checkpoint modes (<https://www.sqlite.org/c3ref/wal_checkpoint_v2.html>).
 package enum CheckpointMode: Sendable, Hashable {
     /// Copy as much of the WAL as possible without waiting for readers or writers.
     case passive

@@ -35,7 +35,7 @@ final class SnapshotCache: Sendable {
         var evictFrom = 0
     }
     private let state = Mutex(State())
-    /// Rough bytes held, snapshots and bookkeeping; past it, arbitrary entries go.
+    /// Rough bytes held, snapshots and bookkeeping; past it, the oldest entries go.
     let budget: Int
 
     init(budgetBytes: Int) { budget = budgetBytes }

@@ -126,15 +126,10 @@ final class AnswerLosingProxy: @unchecked Sendable {
     }
 
     private func connectUpstream() -> Int32? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
-        var address = loopback(port: upstreamPort)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-        if !connected { close(fd) }
-        return connected ? fd : nil
+        guard let fd = connectLoopback(port: upstreamPort) else { return nil }
+        // Not inherited by the server the test restarts, as for the client side.
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        return fd
     }
 
     private func locked<T>(_ body: () throws -> T) rethrows -> T {

@@ -56,6 +56,11 @@ package struct ApplicationConfiguration: Sendable {
     package var logLevel: Logger.Level = .info
     /// Where webhook endpoints may point (`webhookAllowPrivateNetworks`, API.md §14).
     package var webhookDestinations = DestinationPolicy(allowPrivateNetworks: false)
+    /// Threads that run handlers off the event loops; 0 runs them on the event loop. For a store
+    /// whose reads wait on a database server (PostgreSQL): a handler blocked on a round trip
+    /// would stall every connection of its loop, and reads asked at the same time are what
+    /// the store batches.
+    package var handlerThreads = 0
     package init() {}
 }
 
@@ -72,6 +77,8 @@ package final class Application: Responder {
     let idempotencyInFlight = IdempotencyInFlight()
     private let router: Router<Route>
     package let routes: [Route]
+    /// Where handlers run when the event loops must not wait (`handlerThreads`).
+    private let handlerPool: BlockingWorkPool?
 
     package init(
         store: any IdentityStore, configuration: ApplicationConfiguration = .init(), clock: any Clock = SystemClock(),
@@ -87,6 +94,9 @@ package final class Application: Responder {
         // A store that keeps the count itself (PostgreSQL: across servers) is used; otherwise
         // this process counts (SQLite: one process serves the file).
         self.usage = (store as? any UnverifiedCallLedger) ?? UnverifiedCallCounter()
+        handlerPool =
+            configuration.handlerThreads > 0
+            ? BlockingWorkPool(threads: configuration.handlerThreads, name: "handler") : nil
         // The store says when keys or tenants changed, whoever changed them, so no route has to.
         if let source = store as? any AuthenticationChangeSource {
             source.onAuthenticationChange { [cache = authenticator.cache] in cache.invalidate() }
@@ -124,7 +134,12 @@ package final class Application: Responder {
             exchange.routeName = route.name
             try admit(route, &context)
             exchange.tenant = context.caller?.tenant.id
-            try dispatch(route, context, exchange)
+            if let handlerPool {
+                let (route, context, exchange) = (route, context, exchange)
+                handlerPool.submit { [self] in dispatchCatching(route, context, exchange) }
+            } else {
+                try dispatch(route, context, exchange)
+            }
         } catch {
             exchange.tenant = context.caller?.tenant.id
             finish(exchange, render(error, requestID: exchange.requestID, route: exchange.routeName))
@@ -180,6 +195,21 @@ package final class Application: Responder {
         }
     }
 
+    /// Stops the handler threads once the handlers already queued have run (after the server
+    /// stopped taking requests, before the store closes).
+    package func close() {
+        handlerPool?.close()
+    }
+
+    /// `dispatch` on a handler thread, where nothing above catches.
+    private func dispatchCatching(_ route: Route, _ context: RequestContext, _ exchange: Exchange) {
+        do {
+            try dispatch(route, context, exchange)
+        } catch {
+            finish(exchange, render(error, requestID: exchange.requestID, route: exchange.routeName))
+        }
+    }
+
     /// Runs the handler: a read is answered now, a write once its group committed.
     private func dispatch(_ route: Route, _ context: RequestContext, _ exchange: Exchange) throws {
         let tenant = context.caller?.tenant.id
@@ -191,7 +221,14 @@ package final class Application: Responder {
             finish(exchange, render(reply, requestID: exchange.requestID))
         case .write(let job):
             // Key and tenant changes reach the auth cache from the store (AuthenticationChangeSource).
-            store.write(job) { [self] result in finishWrite(result, exchange) }
+            store.write(job) { [self] result in
+                // The answer reads the subscriber it shows: on a handler thread, not the writer's.
+                if let handlerPool {
+                    handlerPool.submit { [self] in finishWrite(result, exchange) }
+                } else {
+                    finishWrite(result, exchange)
+                }
+            }
         }
     }
 

@@ -36,6 +36,7 @@ func serve(_ settings: Settings) throws {
     configuration.port = settings.port
     var appConfiguration = settings.application
     appConfiguration.logLevel = settings.logLevel
+    if store.readsWaitOnAServer { appConfiguration.handlerThreads = settings.handlerThreads }
     let application = Application(store: store, configuration: appConfiguration, logger: logger, metrics: metrics)
     let server = HTTPServer(configuration: configuration, responder: application)
     let port: Int
@@ -69,6 +70,7 @@ func serve(_ settings: Settings) throws {
     sigwait(&signals, &received)
     logger.log(.info, "shutting down", ["signal": .string(received == SIGTERM ? "SIGTERM" : "SIGINT")])
     server.shutdown(drainTimeout: .seconds(settings.shutdownDrainSeconds))
+    application.close()
     webhooks.stop()
     store.close()
     logger.log(.info, "stopped")

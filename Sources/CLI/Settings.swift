@@ -19,6 +19,8 @@ struct Settings {
     /// PostgreSQL only: connections one server opens at most, and writer threads among them.
     var postgresPoolSize = 10
     var postgresWriterThreads = 4
+    /// PostgreSQL only: threads that run request handlers, so event loops never wait on a read.
+    var handlerThreads = 32
     var shutdownDrainSeconds = 10
     var server = HTTPServer.Configuration()
     var application = ApplicationConfiguration()
@@ -59,6 +61,7 @@ struct Settings {
             case "snapshotCacheMiB": snapshotCacheMiB = try int(value, key, 0...65536)
             case "postgresPoolSize": postgresPoolSize = try int(value, key, 2...1000)
             case "postgresWriterThreads": postgresWriterThreads = try int(value, key, 1...64)
+            case "postgresHandlerThreads": handlerThreads = try int(value, key, 1...1024)
             case "shutdownDrainSeconds": shutdownDrainSeconds = try int(value, key, 0...600)
             case "eventLoops": server.eventLoopCount = try int(value, key, 1...256)
             case "maxConnections": server.maxConnections = try int(value, key, 1...1_000_000)

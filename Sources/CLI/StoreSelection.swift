@@ -44,6 +44,7 @@ func openStore(_ settings: Settings, metrics: Metrics? = nil) throws -> ServedSt
         var configuration = PostgresIdentityStore.Configuration(url: url)
         configuration.poolSize = settings.postgresPoolSize
         configuration.writerThreads = settings.postgresWriterThreads
+        configuration.snapshotCacheBytes = settings.snapshotCacheMiB << 20
         let logger = Logger(level: settings.logLevel)
         return try PostgresIdentityStore(configuration: configuration) { operation, error in
             metrics?.recordStorageError(operation: operation)

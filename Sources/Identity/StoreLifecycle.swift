@@ -10,6 +10,9 @@ package protocol StoreLifecycle: Sendable {
     func gauges() -> [(name: String, value: Double)]
     /// Finishes queued writes and closes every connection.
     func close()
+    /// True when a read waits on a round trip to a database server (PostgreSQL), so callers
+    /// should not read on a thread that serves others meanwhile (an event loop).
+    var readsWaitOnAServer: Bool { get }
 }
 
 /// A store that tells when workspaces, tenants or keys changed, so the API's authentication

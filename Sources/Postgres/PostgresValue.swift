@@ -29,6 +29,27 @@ package enum PostgresValue: Sendable, Hashable {
         }
     }
 
+    /// A `text[]` literal (bind it to `$n::text[]`): each element double-quoted with `"` and `\`
+    /// escaped, `nil` as an unquoted `NULL`
+    /// (<https://www.postgresql.org/docs/15/arrays.html#ARRAYS-IO>).
+    package static func textArray(_ items: [String?]) -> PostgresValue {
+        var out = "{"
+        for (index, item) in items.enumerated() {
+            if index > 0 { out += "," }
+            guard let item else {
+                out += "NULL"
+                continue
+            }
+            out += "\""
+            for character in item.unicodeScalars {
+                if character == "\"" || character == "\\" { out += "\\" }
+                out.unicodeScalars.append(character)
+            }
+            out += "\""
+        }
+        return .text(out + "}")
+    }
+
     private static func hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []

@@ -3,19 +3,52 @@ import JSON
 import Postgres
 
 extension PostgresContext {
-    /// The whole snapshot of the subscriber `alias` reaches, in one statement and one round trip:
-    /// the children come back as JSON arrays from correlated subqueries. A single statement
-    /// reads one snapshot of committed data even outside a transaction
-    /// (<https://www.postgresql.org/docs/15/transaction-iso.html#XACT-READ-COMMITTED>), so this is
-    /// as consistent as `SubscriberSnapshot.load` in a read transaction, at an eighth of the trips.
-    func snapshot(tenantID: String, alias: String) throws -> SubscriberSnapshot? {
-        guard let row = try db.queryOne(Self.snapshotSQL, [tenantID, alias]) else { return nil }
-        let record = SubscriberRecord(
-            key: try row.int(0), tenantID: try row.string(1), id: try row.string(2), anonymous: try row.bool(3),
-            verified: try row.bool(4), email: try row.optionalString(5), emailSubscribed: try row.bool(6),
-            lastSeq: try row.int(7), eventCount: try row.int(8), createdAt: Timestamp(millis: try row.int(9)),
-            updatedAt: Timestamp(millis: try row.int(10)))
-        return try Self.snapshot(record, children: row, from: 11)
+    /// One asked id of a batch, with the version of the snapshot the asker holds, if any.
+    struct SnapshotQuestion {
+        var tenantID: String
+        var id: String
+        var heldVersion: String?
+    }
+
+    /// What the database says of one question: the version the subscriber has now, and its
+    /// snapshot unless that version is the one held (nil: the held snapshot is current).
+    struct SnapshotAnswer {
+        var version: String
+        var snapshot: SubscriberSnapshot?
+    }
+
+    /// Answers a batch of snapshot questions in one statement and one round trip. A subscriber
+    /// whose version equals the held one comes back without its children (they are not even
+    /// read); any other comes back whole. A single statement reads one snapshot of committed
+    /// data even outside a transaction
+    /// (<https://www.postgresql.org/docs/15/transaction-iso.html#XACT-READ-COMMITTED>), so
+    /// every answer includes every write committed before the statement began.
+    /// - Returns: the answers by the questions' index; an id that reaches no one has none.
+    func snapshots(answering questions: [SnapshotQuestion]) throws -> [Int: SnapshotAnswer] {
+        let result = try db.query(
+            Self.checkedSnapshotsSQL,
+            [
+                PostgresValue.textArray(questions.map(\.tenantID)), PostgresValue.textArray(questions.map(\.id)),
+                PostgresValue.textArray(questions.map(\.heldVersion)),
+            ])
+        var answers: [Int: SnapshotAnswer] = [:]
+        for row in result {
+            let index = Int(try row.int(0)) - 1
+            let version = try row.string(1)
+            guard questions.indices.contains(index) else { continue }
+            if version == questions[index].heldVersion {
+                answers[index] = SnapshotAnswer(version: version, snapshot: nil)
+                continue
+            }
+            let record = SubscriberRecord(
+                key: try row.int(2), tenantID: try row.string(3), id: try row.string(4), anonymous: try row.bool(5),
+                verified: try row.bool(6), email: try row.optionalString(7), emailSubscribed: try row.bool(8),
+                lastSeq: try row.int(9), eventCount: try row.int(10), createdAt: Timestamp(millis: try row.int(11)),
+                updatedAt: Timestamp(millis: try row.int(12)))
+            answers[index] = SnapshotAnswer(
+                version: version, snapshot: try Self.snapshot(record, children: row, from: 13))
+        }
+        return answers
     }
 
     /// The snapshots of a page of records in one statement for the whole page (the children of
@@ -86,35 +119,46 @@ extension PostgresContext {
             pushSubscriptions: push, preferences: preferences, devices: devices)
     }
 
-    /// The children of subscriber `s` as five JSON arrays, in the orders of the per-table reads.
-    /// The current id is filtered out of the aliases in Swift (the batch query has no one id).
-    static let childrenSQL = """
+    /// The children of subscriber `s` as five JSON arrays, in the orders of the per-table reads,
+    /// each read only when `condition` holds (a condition on the outer row: PostgreSQL tests it
+    /// once, before touching the table). The current id is filtered out of the aliases in Swift
+    /// (the batch query has no one id).
+    static func childrenSQL(readOnlyWhen condition: String = "true") -> String {
+        """
             (SELECT json_agg(json_build_array(name, value, set_by_backend) ORDER BY name)
-                FROM attributes WHERE subscriber_key = s.key),
-            (SELECT json_agg(alias ORDER BY alias) FROM aliases WHERE subscriber_key = s.key),
+                FROM attributes WHERE subscriber_key = s.key AND \(condition)),
+            (SELECT json_agg(alias ORDER BY alias) FROM aliases WHERE subscriber_key = s.key AND \(condition)),
             (SELECT json_agg(json_build_array(device_id, token, platform, created_at, updated_at)
                     ORDER BY updated_at DESC, device_id)
-                FROM push_subscriptions WHERE subscriber_key = s.key),
+                FROM push_subscriptions WHERE subscriber_key = s.key AND \(condition)),
             (SELECT json_agg(json_build_array(topic, subscribed, updated_at) ORDER BY topic)
-                FROM preferences WHERE subscriber_key = s.key),
+                FROM preferences WHERE subscriber_key = s.key AND \(condition)),
             (SELECT json_agg(json_build_array(device_id, platform, app_version, os_version, model, locale, time_zone,
                     last_seen_at) ORDER BY last_seen_at DESC, device_id)
-                FROM devices WHERE subscriber_key = s.key)
+                FROM devices WHERE subscriber_key = s.key AND \(condition))
         """
+    }
 
-    /// One subscriber by alias, with its children.
-    static let snapshotSQL = """
-        SELECT s.key, s.tenant_id, s.id, s.anonymous, s.verified, s.email, s.email_subscribed, s.last_seq,
-            s.event_count, s.created_at, s.updated_at,
-        \(childrenSQL)
-        FROM aliases AS a JOIN subscribers AS s ON s.key = a.subscriber_key
-        WHERE a.tenant_id = $1 AND a.alias = $2 AND NOT s.retired
+    /// A subscriber's version: its key and its row's `xmin`, which every change to the row, or
+    /// (through the triggers of migration 0003) to its children, replaces.
+    static let versionSQL = "s.key::text || ':' || s.xmin::text"
+
+    /// Questions in, one row per id that reaches a live subscriber out: its question's 1-based
+    /// index, its version, its row, and its children unless the version is the one held.
+    static let checkedSnapshotsSQL = """
+        SELECT q.i, \(versionSQL), s.key, s.tenant_id, s.id, s.anonymous, s.verified, s.email, s.email_subscribed,
+            s.last_seq, s.event_count, s.created_at, s.updated_at,
+        \(childrenSQL(readOnlyWhen: "(\(versionSQL)) IS DISTINCT FROM q.held"))
+        FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS q(tenant_id, alias, held, i)
+        JOIN aliases AS a ON a.tenant_id = q.tenant_id AND a.alias = q.alias
+        JOIN subscribers AS s ON s.key = a.subscriber_key
+        WHERE NOT s.retired
         """
 
     /// The children of a page of subscribers by key.
     static let snapshotsSQL = """
         SELECT s.key,
-        \(childrenSQL)
+        \(childrenSQL())
         FROM subscribers AS s WHERE s.key = ANY($1::bigint[])
         """
 

@@ -9,7 +9,9 @@ import Threads
 /// database (API.md §12). A sibling of `SQLiteIdentityStore`: the domain and the API are the same.
 ///
 /// - Reads run in `REPEATABLE READ READ ONLY` transactions on pooled connections: one snapshot
-///   per read, never a cache, so a read that starts after any server acknowledged a write sees it.
+///   per read, so a read that starts after any server acknowledged a write sees it.
+/// - Subscriber snapshots (`GET /v1/subscribers/{id}`) are read in batches and cached, each
+///   cached one checked against its row's version first (see ``PostgresSnapshotReader``).
 /// - Writes are queued to a few writer threads that commit in groups (see ``PostgresWriter``).
 /// - Changes to workspaces, tenants and keys are announced with `NOTIFY`; a listener connection
 ///   on every server empties the auth cache (see ``AuthChangeListener``).
@@ -32,6 +34,11 @@ package final class PostgresIdentityStore: IdentityStore, StoreLifecycle, Authen
         package var writerThreads = 4
         /// Jobs per write transaction at most.
         package var maxWriteBatch = 64
+        /// Rough bytes of subscriber snapshots kept in memory, each checked before use; 0 reads
+        /// every snapshot whole.
+        package var snapshotCacheBytes = 64 << 20
+        /// Snapshot batches in flight at once, each on its own connection.
+        package var snapshotBatchesInFlight = 2
         /// How often per-process unverified-call counts are added to the database.
         package var usageFlushInterval: Duration = .seconds(60)
         package init(url: String) { self.url = url }
@@ -48,6 +55,8 @@ package final class PostgresIdentityStore: IdentityStore, StoreLifecycle, Authen
     private let usage: UnverifiedCallBuckets
     private let purge: RetiredPurge
     private let readRetries = Atomic<Int>(0)
+    private let snapshotCache: SnapshotCache?
+    private let snapshotReader: PostgresSnapshotReader
 
     /// True when `database` names a PostgreSQL database rather than a SQLite file.
     package static func handles(_ database: String) -> Bool {
@@ -69,6 +78,11 @@ package final class PostgresIdentityStore: IdentityStore, StoreLifecycle, Authen
         let pool = ConnectionPool(url: configuration.url, maxConnections: max(2, configuration.poolSize))
         self.pool = pool
         let observers = self.observers
+        let cache =
+            configuration.snapshotCacheBytes > 0 ? SnapshotCache(budgetBytes: configuration.snapshotCacheBytes) : nil
+        snapshotCache = cache
+        snapshotReader = PostgresSnapshotReader(
+            pool: pool, cache: cache, maxBatchesOut: configuration.snapshotBatchesInFlight)
         let purgeBox = PurgeBox()
         let usage = UnverifiedCallBuckets(pool: pool)
         self.usage = usage
@@ -125,23 +139,11 @@ package final class PostgresIdentityStore: IdentityStore, StoreLifecycle, Authen
         }
     }
 
-    /// The snapshot `id` reaches, read fresh in one statement: no cache, so nothing older than
-    /// a write any server acknowledged before this call can come back (API.md §12).
+    /// The snapshot `id` reaches, as of a statement that began after this call: from the cache
+    /// when the database says the cached version is current, else read whole. Nothing older
+    /// than a write any server acknowledged before this call can come back (API.md §12).
     package func snapshot(tenantID: String, id: String) throws -> SubscriberSnapshot? {
-        var attempt = 0
-        while true {
-            attempt += 1
-            do {
-                return try pool.withConnection { db in
-                    try PostgresContext(db: db, onSkipped: onError).snapshot(tenantID: tenantID, alias: id)
-                }
-            } catch let error as PostgresError where error.isConnectionFailure && attempt == 1 {
-                readRetries.add(1, ordering: .relaxed)
-                pool.discardIdle()
-            } catch let error as PostgresError {
-                throw Self.domainError(error)
-            }
-        }
+        try snapshotReader.snapshot(tenantID: tenantID, id: id)
     }
 
     package func write<T: Sendable>(
@@ -196,6 +198,8 @@ package final class PostgresIdentityStore: IdentityStore, StoreLifecycle, Authen
         usage.startFlushing(every: configuration.usageFlushInterval)
     }
 
+    package var readsWaitOnAServer: Bool { true }
+
     package func checkReady() throws {
         do {
             _ = try pool.withConnection { try $0.query("SELECT 1") }
@@ -214,9 +218,17 @@ package final class PostgresIdentityStore: IdentityStore, StoreLifecycle, Authen
             ("buzzkit_db_pool_waits_total", Double(pool.waits)),
             ("buzzkit_db_pool_discarded_total", Double(pool.discarded)),
             ("buzzkit_db_write_retries_total", Double(writer.retries.load(ordering: .relaxed))),
-            ("buzzkit_db_read_retries_total", Double(readRetries.load(ordering: .relaxed))),
+            (
+                "buzzkit_db_read_retries_total",
+                Double(
+                    readRetries.load(ordering: .relaxed) + snapshotReader.connectionRetries.load(ordering: .relaxed))
+            ),
             ("buzzkit_db_write_groups_total", Double(writer.commits.load(ordering: .relaxed))),
             ("buzzkit_db_listener_reconnects_total", Double(listener.reconnects)),
+            ("buzzkit_snapshot_batches_total", Double(snapshotReader.batches.load(ordering: .relaxed))),
+            ("buzzkit_snapshot_reads_total", Double(snapshotReader.questions.load(ordering: .relaxed))),
+            ("buzzkit_snapshot_cache_hits_total", Double(snapshotReader.hits.load(ordering: .relaxed))),
+            ("buzzkit_snapshot_cache_entries", Double(snapshotCache?.count ?? 0)),
         ]
     }
 
@@ -246,6 +258,11 @@ package final class PostgresIdentityStore: IdentityStore, StoreLifecycle, Authen
     package func unverifiedCalls(tenantID: String, nowMillis: Int64) -> Int {
         usage.count(tenantID: tenantID, nowMillis: nowMillis)
     }
+
+    /// Snapshot statements sent, snapshots asked for, and those answered from the checked cache (tests).
+    package var snapshotBatches: Int { snapshotReader.batches.load(ordering: .relaxed) }
+    package var snapshotReads: Int { snapshotReader.questions.load(ordering: .relaxed) }
+    package var snapshotCacheHits: Int { snapshotReader.hits.load(ordering: .relaxed) }
 
     /// Pool use now (tests).
     package var poolStatistics: ConnectionPool.Statistics { pool.statistics }

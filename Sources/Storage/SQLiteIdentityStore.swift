@@ -178,6 +178,8 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
         try writer.checkpointInBackground(every: .seconds(1))
     }
 
+    package var readsWaitOnAServer: Bool { false }
+
     package func checkReady() throws {
         _ = try read { ctx in try ctx.workspaceExists(id: "") }
     }

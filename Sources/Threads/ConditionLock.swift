@@ -89,6 +89,12 @@ package final class ConditionLock<State>: @unchecked Sendable {
         pthread_cond_broadcast(condition)
     }
 
+    /// Wakes one waiter: only for callers whose waiters all wait for the same thing, so any one
+    /// of them can take what changed (a queue's workers).
+    package func signal() {
+        pthread_cond_signal(condition)
+    }
+
     /// `CLOCK_MONOTONIC` now plus `timeout` (negative counts as zero), as `pthread_cond_timedwait`
     /// takes it.
     private static func monotonicDeadline(after timeout: Duration) -> timespec {

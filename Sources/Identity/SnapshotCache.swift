@@ -1,19 +1,23 @@
-import Identity
 import Synchronization
 
 /// Recently read subscriber snapshots, by the id they were asked for, so a repeated
 /// `GET /v1/subscribers/{id}` costs no reader transaction.
 ///
-/// Coherence comes from the single writer: temp triggers on its connection report the key of
+/// On PostgreSQL every hit is checked against the database first: an entry keeps the version its
+/// subscriber row had when it was read (see `PostgresSnapshotReader`), and nothing is invalidated.
+///
+/// On SQLite, coherence comes from the single writer: temp triggers on its connection report the key of
 /// every subscriber whose row or child rows a statement changes (`SubscriberChanges`), and when a
 /// group's transaction ends, before any of its callers is answered, `invalidate` drops those
 /// subscribers and moves the epoch. A read that missed notes the epoch before its transaction and
 /// stores what it found only if the epoch has not moved since, so a snapshot read before a commit
 /// can never be stored after it. Aliases need no extra care: moving or deleting an alias row
 /// changes the subscribers on both sides, which drops every cached id that reached them.
-final class SnapshotCache: Sendable {
+package final class SnapshotCache: Sendable {
     private struct Entry {
         var snapshot: SubscriberSnapshot
+        /// What the store compares before trusting the entry ("" when it never compares).
+        var version: String
         var cost: Int
     }
     private struct AskedID: Hashable {
@@ -36,28 +40,40 @@ final class SnapshotCache: Sendable {
     }
     private let state = Mutex(State())
     /// Rough bytes held, snapshots and bookkeeping; past it, the oldest entries go.
-    let budget: Int
+    package let budget: Int
 
-    init(budgetBytes: Int) { budget = budgetBytes }
+    package init(budgetBytes: Int) { budget = budgetBytes }
 
     /// The cached snapshot `id` reaches in this tenant, or the epoch to pass to `store` after
     /// reading it from the database.
-    func lookup(tenantID: String, id: String) -> (snapshot: SubscriberSnapshot?, epoch: UInt64) {
+    package func lookup(tenantID: String, id: String) -> (snapshot: SubscriberSnapshot?, epoch: UInt64) {
         state.withLock { s in (s.entries[AskedID(tenantID: tenantID, id: id)]?.snapshot, s.epoch) }
     }
 
-    /// Keeps what a read that began at `epoch` found, unless a write ended since.
-    func store(_ snapshot: SubscriberSnapshot, tenantID: String, id: String, epoch: UInt64) {
+    /// The cached snapshot `id` reaches in this tenant with the version it was stored with.
+    package func versioned(tenantID: String, id: String) -> (snapshot: SubscriberSnapshot, version: String)? {
+        state.withLock { s in s.entries[AskedID(tenantID: tenantID, id: id)].map { ($0.snapshot, $0.version) } }
+    }
+
+    /// Keeps what a read that began at `epoch` found, unless a write ended since. An entry
+    /// already held for `id` is replaced only by one with another version.
+    package func store(
+        _ snapshot: SubscriberSnapshot, version: String = "", tenantID: String, id: String, epoch: UInt64
+    ) {
         guard budget > 0 else { return }
         let asked = AskedID(tenantID: tenantID, id: id)
         let cost = Self.cost(of: snapshot, asked: asked)
         state.withLock { s in
-            guard s.epoch == epoch, s.entries[asked] == nil else { return }
+            guard s.epoch == epoch else { return }
+            if let held = s.entries[asked] {
+                guard held.version != version else { return }
+                Self.remove(asked, in: &s)
+            }
             while s.cost + cost > budget, s.evictFrom < s.storedOrder.count {
                 Self.remove(s.storedOrder[s.evictFrom], in: &s)
                 s.evictFrom += 1
             }
-            s.entries[asked] = Entry(snapshot: snapshot, cost: cost)
+            s.entries[asked] = Entry(snapshot: snapshot, version: version, cost: cost)
             s.askedIDs[snapshot.record.key, default: []].append(asked)
             s.cost += cost
             s.storedOrder.append(asked)
@@ -66,17 +82,20 @@ final class SnapshotCache: Sendable {
     }
 
     /// Keeps `storedOrder` within a few times the entries held: drops what was evicted, and
-    /// what `invalidate` dropped, when they outnumber the rest.
+    /// what `invalidate` dropped or a replacement left behind, when they outnumber the rest.
     private static func compactOrder(_ s: inout State) {
         let waste = s.storedOrder.count - s.entries.count
         guard waste > 1024, waste > s.entries.count else { return }
-        s.storedOrder = s.storedOrder[s.evictFrom...].filter { s.entries[$0] != nil }
+        // A replaced entry was appended again: keep its newest place only.
+        var seen = Set<AskedID>()
+        let live = s.storedOrder[s.evictFrom...].reversed().filter { s.entries[$0] != nil && seen.insert($0).inserted }
+        s.storedOrder = live.reversed()
         s.evictFrom = 0
     }
 
     /// Drops every id cached for these subscribers and moves the epoch. Runs on the writer
     /// thread after each group's transaction ended.
-    func invalidate(_ keys: Set<Int64>) {
+    package func invalidate(_ keys: Set<Int64>) {
         state.withLock { s in
             s.epoch &+= 1
             for key in keys {
@@ -89,7 +108,7 @@ final class SnapshotCache: Sendable {
     }
 
     /// Entries held now (tests, metrics).
-    var count: Int { state.withLock { $0.entries.count } }
+    package var count: Int { state.withLock { $0.entries.count } }
 
     private static func remove(_ asked: AskedID, in s: inout State) {
         guard let entry = s.entries.removeValue(forKey: asked) else { return }
@@ -107,39 +126,5 @@ final class SnapshotCache: Sendable {
         bytes += snapshot.pushSubscriptions.reduce(0) { $0 + 160 + $1.token.utf8.count }
         bytes += (snapshot.preferences.count + snapshot.devices.count) * 160
         return bytes
-    }
-}
-
-/// The keys of subscribers the writer's connection changed since the last `take()`, filled by
-/// temp triggers through an SQL function. Only the writer thread touches it.
-final class SubscriberChanges: @unchecked Sendable {
-    private var keys: Set<Int64> = []
-
-    static let functionName = "buzzkit_subscriber_changed"
-
-    /// Temp triggers live on the writer's connection only and are never part of the schema:
-    /// every table a snapshot is read from reports the subscriber it belongs to.
-    static let triggersSQL: String = {
-        let tables = [
-            ("subscribers", "key"), ("aliases", "subscriber_key"), ("attributes", "subscriber_key"),
-            ("push_subscriptions", "subscriber_key"), ("preferences", "subscriber_key"), ("devices", "subscriber_key"),
-        ]
-        return tables.map { table, column in
-            """
-            CREATE TEMP TRIGGER IF NOT EXISTS \(table)_changed_insert AFTER INSERT ON main.\(table)
-                BEGIN SELECT \(functionName)(NEW.\(column)); END;
-            CREATE TEMP TRIGGER IF NOT EXISTS \(table)_changed_update AFTER UPDATE ON main.\(table)
-                BEGIN SELECT \(functionName)(OLD.\(column)), \(functionName)(NEW.\(column)); END;
-            CREATE TEMP TRIGGER IF NOT EXISTS \(table)_changed_delete AFTER DELETE ON main.\(table)
-                BEGIN SELECT \(functionName)(OLD.\(column)); END;
-            """
-        }.joined(separator: "\n")
-    }()
-
-    func record(_ key: Int64) { keys.insert(key) }
-
-    func take() -> Set<Int64> {
-        defer { keys.removeAll(keepingCapacity: true) }
-        return keys
     }
 }

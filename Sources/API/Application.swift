@@ -10,6 +10,9 @@ package enum Outcome: Sendable {
     case reply(Reply)
     /// Runs inside the group-committed write transaction; answered once durable.
     case write(@Sendable (any IdentityWriteContext) throws -> Reply)
+    /// A subscriber's snapshot, asked of the store without waiting for it; `then` makes the
+    /// answer from it (nil: no one has the id) when it arrives.
+    case snapshot(tenantID: String, id: String, then: @Sendable (SubscriberSnapshot?) throws -> Reply)
 }
 
 /// A successful answer, rendered in the envelope unless `raw` is set.
@@ -43,6 +46,9 @@ package struct Route: Sendable {
     /// The `operationId` of this endpoint in `/openapi.json`.
     package var operationID: String
     package var handler: @Sendable (RequestContext) throws -> Outcome
+    /// False for a handler that never waits on the store (it asks by `Outcome.snapshot`): it
+    /// runs on the event loop even when other handlers go to handler threads.
+    package var handlerWaits = true
     /// "GET /v1/subscribers/:id": the route label of logs and metrics, set once by `Application`
     /// rather than interpolated on every request.
     package internal(set) var name = ""
@@ -134,7 +140,7 @@ package final class Application: Responder {
             exchange.routeName = route.name
             try admit(route, &context)
             exchange.tenant = context.caller?.tenant.id
-            if let handlerPool {
+            if let handlerPool, route.handlerWaits {
                 let (route, context, exchange) = (route, context, exchange)
                 handlerPool.submit { [self] in dispatchCatching(route, context, exchange) }
             } else {
@@ -227,6 +233,14 @@ package final class Application: Responder {
                     handlerPool.submit { [self] in finishWrite(result, exchange) }
                 } else {
                     finishWrite(result, exchange)
+                }
+            }
+        case .snapshot(let tenantID, let id, let then):
+            store.snapshot(tenantID: tenantID, id: id) { [self] result in
+                do {
+                    finish(exchange, render(try then(result.get()), requestID: exchange.requestID))
+                } catch {
+                    finish(exchange, render(error, requestID: exchange.requestID, route: exchange.routeName))
                 }
             }
         }

@@ -127,6 +127,14 @@ extension Application {
         switch outcome {
         case .reply(let reply):
             keep(success(reply, requestID: requestID), claim, now: now, then: done)
+        case .snapshot(let tenantID, let id, let then):
+            // A read: nothing to claim, but a key on it is answered the same way again.
+            do {
+                let reply = try then(store.snapshot(tenantID: tenantID, id: id))
+                keep(success(reply, requestID: requestID), claim, now: now, then: done)
+            } catch {
+                keep(failure(error, requestID: requestID, route: routeName), claim, now: now, then: done)
+            }
         case .write(let job):
             store.write({ ctx -> IdempotentAnswer in
                 // The row claim, inside the transaction: a concurrent server that kept its answer first wins.

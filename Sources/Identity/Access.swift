@@ -66,11 +66,12 @@ package enum Access {
         return found
     }
 
-    /// `resolveForRead` for the whole snapshot, which the store may answer from its cache.
-    package static func snapshotForRead(
-        _ id: SubscriberID, caller: Caller, in store: any IdentityStore, now: Timestamp
+    /// `resolveForRead`'s check on a whole snapshot, which the store may have answered from its
+    /// cache (`IdentityStore.snapshot`).
+    package static func checkedForRead(
+        _ found: SubscriberSnapshot?, caller: Caller, now: Timestamp
     ) throws -> SubscriberSnapshot? {
-        guard let found = try store.snapshot(tenantID: caller.tenant.id, id: id.value) else { return nil }
+        guard let found else { return nil }
         try check(found.record, caller: caller, now: now)
         return found
     }

@@ -8,6 +8,10 @@ package protocol IdentityStore: Sendable {
     /// The snapshot of the subscriber `id` (any id it ever had) reaches in this tenant, or nil.
     /// A store may answer from a cache, but never with anything older than the last write it acknowledged.
     func snapshot(tenantID: String, id: String) throws -> SubscriberSnapshot?
+    /// `snapshot(tenantID:id:)` for a caller that must not wait (an event loop): `completion`
+    /// runs once it is read, on any thread, perhaps this one before the call returns.
+    func snapshot(
+        tenantID: String, id: String, completion: @escaping @Sendable (Result<SubscriberSnapshot?, any Error>) -> Void)
     func write<T: Sendable>(
         _ body: @escaping @Sendable (any IdentityWriteContext) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void)
@@ -23,6 +27,13 @@ extension IdentityStore {
 
     package func snapshot(tenantID: String, id: String) throws -> SubscriberSnapshot? {
         try readSnapshot(tenantID: tenantID, id: id)
+    }
+
+    /// Reads on the caller's thread: right for a store whose reads never wait on a server.
+    package func snapshot(
+        tenantID: String, id: String, completion: @escaping @Sendable (Result<SubscriberSnapshot?, any Error>) -> Void
+    ) {
+        completion(Result { try snapshot(tenantID: tenantID, id: id) })
     }
 }
 

@@ -37,8 +37,8 @@ package final class PostgresIdentityStore: IdentityStore, StoreLifecycle, Authen
         /// Rough bytes of subscriber snapshots kept in memory, each checked before use; 0 reads
         /// every snapshot whole.
         package var snapshotCacheBytes = 64 << 20
-        /// Snapshot batches in flight at once, each on its own connection.
-        package var snapshotBatchesInFlight = 2
+        /// Snapshot statements in flight at once, each on its own connection (and thread).
+        package var snapshotStatementsInFlight = 2
         /// How often per-process unverified-call counts are added to the database.
         package var usageFlushInterval: Duration = .seconds(60)
         package init(url: String) { self.url = url }
@@ -82,7 +82,7 @@ package final class PostgresIdentityStore: IdentityStore, StoreLifecycle, Authen
             configuration.snapshotCacheBytes > 0 ? SnapshotCache(budgetBytes: configuration.snapshotCacheBytes) : nil
         snapshotCache = cache
         snapshotReader = PostgresSnapshotReader(
-            pool: pool, cache: cache, maxBatchesOut: configuration.snapshotBatchesInFlight)
+            pool: pool, cache: cache, statementsInFlight: configuration.snapshotStatementsInFlight)
         let purgeBox = PurgeBox()
         let usage = UnverifiedCallBuckets(pool: pool)
         self.usage = usage
@@ -144,6 +144,13 @@ package final class PostgresIdentityStore: IdentityStore, StoreLifecycle, Authen
     /// than a write any server acknowledged before this call can come back (API.md §12).
     package func snapshot(tenantID: String, id: String) throws -> SubscriberSnapshot? {
         try snapshotReader.snapshot(tenantID: tenantID, id: id)
+    }
+
+    /// The same, answered on one of the reader's statement threads.
+    package func snapshot(
+        tenantID: String, id: String, completion: @escaping @Sendable (Result<SubscriberSnapshot?, any Error>) -> Void
+    ) {
+        snapshotReader.snapshot(tenantID: tenantID, id: id, completion: completion)
     }
 
     package func write<T: Sendable>(
@@ -235,6 +242,7 @@ package final class PostgresIdentityStore: IdentityStore, StoreLifecycle, Authen
     /// Drains queued writes, flushes usage counts, stops the listener, closes every connection.
     package func close() {
         writer.close()
+        snapshotReader.close()
         usage.stop()
         listener.stop()
         pool.close()

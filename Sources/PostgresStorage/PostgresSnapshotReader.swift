@@ -7,116 +7,113 @@ import Threads
 /// answered together, one statement for a whole batch, and a cached snapshot is answered only
 /// after the database said it is still current.
 ///
-/// Why batches: a read costs a round trip to PostgreSQL however small it is, and PostgreSQL's
-/// per-statement work, not ours, bounded GET (bench/README.md, "PostgreSQL"). Why a check per
-/// read rather than invalidation: another server's write must be seen by a read that starts
-/// after it was acknowledged (API.md §12), and only the database knows of it in time.
+/// Why batches: a read costs a round trip to PostgreSQL however small it is, and a server
+/// that sent one statement per GET spent its time waiting and switching threads (bench/README.md,
+/// "PostgreSQL"). Why a check per read rather than invalidation: another server's write must be
+/// seen by a read that starts after it was acknowledged (API.md §12), and only the database
+/// knows of it in time.
 ///
-/// Group commit, for reads: whoever asks while fewer than `maxBatchesOut` batches are out leads
-/// one, taking every question waiting (its own included); questions asked meanwhile wait for
-/// the next batch, led by the first of them when a batch comes back. Each question is in a
-/// statement that began after it was asked, so its answer includes every write committed
-/// before that.
+/// Group commit, for reads: a few statement threads each take every question waiting (up to
+/// `maxBatch`), send one statement, and hand each asker its answer. Questions asked while the
+/// statements are out wait for the next. Each question is answered by a statement that began
+/// after it was asked, so its answer includes every write committed before that.
 final class PostgresSnapshotReader: Sendable {
-    /// One caller's question, answered (or made leader) under `state`'s lock.
-    private final class Question: @unchecked Sendable {
-        let tenantID: String
-        let id: String
-        let held: (snapshot: SubscriberSnapshot, version: String)?
-        /// Set under the lock: the answer, or that this caller leads the next batch.
-        var outcome: Result<SubscriberSnapshot?, any Error>?
-        var leads = false
-        let woken = Semaphore()
+    typealias Completion = @Sendable (Result<SubscriberSnapshot?, any Error>) -> Void
 
-        init(tenantID: String, id: String, held: (snapshot: SubscriberSnapshot, version: String)?) {
-            self.tenantID = tenantID
-            self.id = id
-            self.held = held
-        }
+    private struct Question: Sendable {
+        var tenantID: String
+        var id: String
+        var held: (snapshot: SubscriberSnapshot, version: String)?
+        var completion: Completion
     }
 
-    private struct State {
+    private struct Queue {
         var waiting: [Question] = []
-        var batchesOut = 0
+        var closed = false
     }
 
-    private let state = Mutex(State())
+    private let queue = ConditionLock(Queue())
     private let pool: ConnectionPool
     private let cache: SnapshotCache?
-    private let maxBatchesOut: Int
     private let maxBatch: Int
-    /// Batches sent and questions they answered, since start (`/metrics`).
+    private let threads = Mutex<[NamedThread]>([])
+    /// Statements sent and questions they answered, since start (`/metrics`).
     let batches = Atomic<Int>(0)
     let questions = Atomic<Int>(0)
     /// Questions answered from the cache after the check.
     let hits = Atomic<Int>(0)
-    /// Batches sent again on a fresh connection.
+    /// Statements sent again on a fresh connection.
     let connectionRetries = Atomic<Int>(0)
 
+    /// Starts the statement threads.
     /// - Parameters:
     ///   - cache: Where checked snapshots are kept; nil reads every snapshot whole.
-    ///   - maxBatchesOut: Statements in flight at once (connections this reader takes).
+    ///   - statementsInFlight: Statement threads, each with a pooled connection while it sends.
     ///   - maxBatch: Questions per statement at most.
-    init(pool: ConnectionPool, cache: SnapshotCache?, maxBatchesOut: Int = 2, maxBatch: Int = 256) {
+    init(pool: ConnectionPool, cache: SnapshotCache?, statementsInFlight: Int = 2, maxBatch: Int = 256) {
         self.pool = pool
         self.cache = cache
-        self.maxBatchesOut = max(1, maxBatchesOut)
         self.maxBatch = max(1, maxBatch)
+        let started = (0..<max(1, statementsInFlight)).map { index in
+            NamedThread.start(name: "pg-snapshot-\(index)") { [self] in run() }
+        }
+        threads.withLock { $0 = started }
     }
 
-    /// The snapshot `id` reaches in this tenant, current as of a statement that began after
-    /// this call did. Blocks the calling thread for about one round trip.
-    func snapshot(tenantID: String, id: String) throws -> SubscriberSnapshot? {
-        let question = Question(tenantID: tenantID, id: id, held: cache?.versioned(tenantID: tenantID, id: id))
-        var leads = state.withLock { s in
-            s.waiting.append(question)
-            guard s.batchesOut < maxBatchesOut else { return false }
-            s.batchesOut += 1
+    /// Asks for the snapshot `id` reaches in this tenant; `completion` runs on a statement
+    /// thread with what a statement that began after this call read.
+    func snapshot(tenantID: String, id: String, completion: @escaping Completion) {
+        let question = Question(
+            tenantID: tenantID, id: id, held: cache?.versioned(tenantID: tenantID, id: id), completion: completion)
+        let accepted = queue.withLock { q in
+            guard !q.closed else { return false }
+            q.waiting.append(question)
             return true
         }
-        while true {
-            if leads { lead() }
-            let outcome: Result<SubscriberSnapshot?, any Error>? = state.withLock { _ in question.outcome }
-            if let outcome { return try outcome.get() }
-            question.woken.wait()
-            leads = state.withLock { _ in
-                defer { question.leads = false }
-                return question.leads
-            }
+        guard accepted else {
+            return completion(.failure(IdentityError(code: .unavailable, message: "The server is shutting down.")))
         }
+        queue.signal()
     }
 
-    /// Sends one batch of what is waiting, answers it, and passes the lead on.
-    private func lead() {
-        let batch = state.withLock { s in
-            let taken = Array(s.waiting.prefix(maxBatch))
-            s.waiting.removeFirst(taken.count)
-            return taken
+    /// `snapshot(tenantID:id:completion:)`, waiting for the answer on the caller's thread.
+    func snapshot(tenantID: String, id: String) throws -> SubscriberSnapshot? {
+        let answer = ConditionLock<Result<SubscriberSnapshot?, any Error>?>(nil)
+        snapshot(tenantID: tenantID, id: id) { result in
+            answer.withLock { $0 = result }
+            answer.broadcast()
         }
-        let outcomes = answer(batch)
-        let wake: [Question] = state.withLock { s in
-            var wake: [Question] = []
-            for (question, outcome) in zip(batch, outcomes) {
-                question.outcome = outcome
-                wake.append(question)
-            }
-            if let next = s.waiting.first {
-                next.leads = true
-                wake.append(next)
-            } else {
-                s.batchesOut -= 1
-            }
-            return wake
+        return try answer.withLock(waitingUntil: { $0 != nil }) { $0! }.get()
+    }
+
+    /// Answers what was already asked, then stops the statement threads.
+    func close() {
+        queue.withLock { $0.closed = true }
+        queue.broadcast()
+        // Taken out, so a second close joins nothing.
+        let started = threads.withLock { running in
+            defer { running = [] }
+            return running
         }
-        // The leader's own question is in `batch` (or still waiting): waking it is harmless, it
-        // finds its outcome set, or waits on for it.
-        for question in wake { question.woken.signal() }
+        for thread in started { thread.join() }
+    }
+
+    /// A statement thread: takes what waits, answers it, until closed and drained.
+    private func run() {
+        while true {
+            let batch = queue.withLock(waitingUntil: { !$0.waiting.isEmpty || $0.closed }) { q -> [Question] in
+                let taken = Array(q.waiting.prefix(maxBatch))
+                q.waiting.removeFirst(taken.count)
+                return taken
+            }
+            if batch.isEmpty { return }  // closed, nothing left
+            for (question, outcome) in zip(batch, answer(batch)) { question.completion(outcome) }
+        }
     }
 
     /// One statement for the whole batch; on a connection that died since its last use (a
     /// PostgreSQL restart), one more try on a fresh one.
     private func answer(_ batch: [Question]) -> [Result<SubscriberSnapshot?, any Error>] {
-        guard !batch.isEmpty else { return [] }  // another leader took them first
         let asked = batch.map {
             PostgresContext.SnapshotQuestion(tenantID: $0.tenantID, id: $0.id, heldVersion: $0.held?.version)
         }

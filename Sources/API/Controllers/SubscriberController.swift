@@ -17,7 +17,8 @@ struct SubscriberController {
                 method: .PUT, path: "/v1/subscribers/:id", access: .backend, operationID: "upsertSubscriber",
                 handler: upsert),
             Route(
-                method: .GET, path: "/v1/subscribers/:id", access: .backend, operationID: "getSubscriber", handler: get),
+                method: .GET, path: "/v1/subscribers/:id", access: .backend, operationID: "getSubscriber", handler: get,
+                handlerWaits: false),
             Route(
                 method: .DELETE, path: "/v1/subscribers/:id", access: .backend, operationID: "deleteSubscriber",
                 handler: delete),
@@ -53,14 +54,19 @@ struct SubscriberController {
         }
     }
 
+    /// Asks for the snapshot without waiting (`Outcome.snapshot`): a PostgreSQL store answers
+    /// the GETs of many requests in one statement.
     func get(_ context: RequestContext) throws -> Outcome {
         let caller = try context.requireCaller()
         let id = try context.subscriberIDParameter()
-        guard let snapshot = try Access.snapshotForRead(id, caller: caller, in: context.store, now: context.now) else {
-            throw IdentityError.subscriberNotFound
+        let now = context.now
+        return .snapshot(tenantID: caller.tenant.id, id: id.value) { found in
+            guard let snapshot = try Access.checkedForRead(found, caller: caller, now: now) else {
+                throw IdentityError.subscriberNotFound
+            }
+            return Self.resolved(
+                Reply(["subscriber": Rendering.subscriber(snapshot)]), record: snapshot.record, asked: id)
         }
-        return .reply(
-            Self.resolved(Reply(["subscriber": Rendering.subscriber(snapshot)]), record: snapshot.record, asked: id))
     }
 
     func list(_ context: RequestContext) throws -> Outcome {

@@ -43,7 +43,37 @@ func residentKiB() -> Int {
     return Int(line.split(separator: " ").dropFirst().first ?? "") ?? -1
 }
 
-func measureTrack(_ name: String, _ durability: Durability, calls: Int) {
+/// The ceiling for a durable `track()`: appending a record of the same size to a file with
+/// `write` and `fsync`, nothing else, on the same filesystem. Returns the median in µs.
+@discardableResult
+func measureAppendFsync(bytes: Int, calls: Int) -> Double {
+    let path = storage().path
+    let descriptor = open(path, O_CREAT | O_WRONLY | O_APPEND, 0o600)
+    precondition(descriptor >= 0, "cannot open \(path)")
+    defer {
+        close(descriptor)
+        unlink(path)
+    }
+    let record = [UInt8](repeating: 0x2A, count: bytes)
+    var samples: [UInt64] = []
+    samples.reserveCapacity(calls)
+    for _ in 0..<calls {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let written = record.withUnsafeBytes { write(descriptor, $0.baseAddress, bytes) }
+        precondition(written == bytes && fsync(descriptor) == 0, "write or fsync failed: errno \(errno)")
+        samples.append(DispatchTime.now().uptimeNanoseconds - start)
+    }
+    samples.sort()
+    let median = percentile(samples, 0.5)
+    print(
+        String(
+            format: "ceiling: write + fsync of %d bytes: median %.1f µs, p99 %.1f µs over %d calls", bytes, median,
+            percentile(samples, 0.99), calls))
+    return median
+}
+
+@discardableResult
+func measureTrack(_ name: String, _ durability: Durability, calls: Int) -> Double {
     let client = BuzzKitClient(
         clientKey: "bk_client_bench", baseURL: nowhere, storageDirectory: storage(),
         configuration: quiet(durability))
@@ -61,6 +91,7 @@ func measureTrack(_ name: String, _ durability: Durability, calls: Int) {
         String(
             format: "track() %@: median %.1f µs, p99 %.1f µs, max %.1f µs over %d calls", name,
             percentile(samples, 0.5), percentile(samples, 0.99), Double(samples.last!) / 1000, calls))
+    return percentile(samples, 0.5)
 }
 
 /// `threads` callers tracking at once on one client, `.synchronous`: the group commit shares fsyncs.
@@ -93,7 +124,15 @@ func measureConcurrentTrack(threads: Int, callsEach: Int) {
 switch mode {
 case "track":
     let calls = Int(options["calls"] ?? "2000") ?? 2000
-    measureTrack("synchronous (fsync each call)", .synchronous, calls: min(calls, 2000))
+    // A queued screen_view is about 170 bytes in the log (queue file size / events, `memory`).
+    let before = measureAppendFsync(bytes: 170, calls: min(calls, 2000))
+    let synchronous = measureTrack("synchronous (fsync each call)", .synchronous, calls: min(calls, 2000))
+    let after = measureAppendFsync(bytes: 170, calls: min(calls, 2000))
+    let ceiling = (before + after) / 2
+    print(
+        String(
+            format: "track() synchronous vs the ceiling: %.2f× its median, %+.1f µs of our own", synchronous / ceiling,
+            synchronous - ceiling))
     measureTrack("grouped (write each call, fsync every 50 ms)", .grouped(interval: 0.05), calls: calls * 10)
     measureConcurrentTrack(threads: 1, callsEach: min(calls, 2000))
     measureConcurrentTrack(threads: 8, callsEach: min(calls, 2000) / 8)

@@ -23,6 +23,8 @@ package struct Reply: Sendable {
     package var metadata: JSONObject = [:]
     /// A response in its own format (`/openapi.json`, `/metrics`).
     package var raw: HTTPResponse?
+    /// `data` already serialised (a snapshot's JSON, kept with it), sent instead of `data`.
+    package var serializedData: [UInt8]?
     /// Set by a write whose answer shows a subscriber: its snapshot goes into `data.subscriber`
     /// once the write is durable, read from a reader instead of on the writer thread.
     package var subscriberToShow: SubscriberRecord?
@@ -294,12 +296,7 @@ package final class Application: Responder {
     }
 
     private func render(_ reply: Reply, requestID: String) -> HTTPResponse {
-        if var raw = reply.raw {
-            raw.headers.add(name: "X-Request-Id", value: requestID)
-            return raw
-        }
-        return Envelope.success(
-            reply.data, status: reply.status, requestID: requestID, warnings: reply.warnings, metadata: reply.metadata)
+        Envelope.response(for: reply, requestID: requestID)
     }
 
     private func render(_ error: any Error, requestID: String, route: String) -> HTTPResponse {

@@ -9,28 +9,43 @@ package enum Envelope {
     static let jsonHeaders: HTTPHeaders = ["Content-Type": "application/json; charset=utf-8"]
 
     package static func success(
-        _ data: JSONValue, status: HTTPStatus = .ok, requestID: String, warnings: [IdentityWarning] = [],
-        metadata extra: JSONObject = [:]
+        _ data: JSONValue, serializedData: [UInt8]? = nil, status: HTTPStatus = .ok, requestID: String,
+        warnings: [IdentityWarning] = [], metadata extra: JSONObject = [:]
     ) -> HTTPResponse {
-        if warnings.isEmpty && extra.isEmpty {
-            // The common case, written straight out (the same bytes the tree below serialises to):
-            // no envelope and metadata objects built per request, only `data` goes through a tree.
-            var bytes: [UInt8] = []
-            bytes.reserveCapacity(256)
-            bytes.append(contentsOf: #"{"success":true,"data":"#.utf8)
+        // Written straight out, in the order a tree of the envelope serialises to: no envelope
+        // object built per request, and `data` spliced in as bytes when it came serialised.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256 + (serializedData?.count ?? 0))
+        bytes.append(contentsOf: #"{"success":true,"data":"#.utf8)
+        if let serializedData {
+            bytes.append(contentsOf: serializedData)
+        } else {
             data.serialize(into: &bytes)
-            bytes.append(contentsOf: #","error":null,"metadata":{"requestId":"#.utf8)
-            JSONValue.string(requestID).serialize(into: &bytes)
-            bytes.append(contentsOf: "}}".utf8)
-            return response(status, bytes, requestID: requestID)
         }
-        var metadata: JSONObject = ["requestId": .string(requestID)]
-        for (key, value) in extra { metadata[key] = value }
-        if !warnings.isEmpty { metadata["warnings"] = render(warnings) }
-        let body: JSONValue = .object([
-            "success": true, "data": data, "error": nil, "metadata": .object(metadata),
-        ])
-        return response(status, body, requestID: requestID)
+        bytes.append(contentsOf: #","error":null,"metadata":"#.utf8)
+        if warnings.isEmpty && extra.isEmpty {
+            bytes.append(contentsOf: #"{"requestId":"#.utf8)
+            JSONValue.string(requestID).serialize(into: &bytes)
+            bytes.append(UInt8(ascii: "}"))
+        } else {
+            var metadata: JSONObject = ["requestId": .string(requestID)]
+            for (key, value) in extra { metadata[key] = value }
+            if !warnings.isEmpty { metadata["warnings"] = render(warnings) }
+            JSONValue.object(metadata).serialize(into: &bytes)
+        }
+        bytes.append(UInt8(ascii: "}"))
+        return response(status, bytes, requestID: requestID)
+    }
+
+    /// A handler's reply: in the envelope, or as it is when it brought its own response.
+    package static func response(for reply: Reply, requestID: String) -> HTTPResponse {
+        if var raw = reply.raw {
+            raw.headers.add(name: "X-Request-Id", value: requestID)
+            return raw
+        }
+        return success(
+            reply.data, serializedData: reply.serializedData, status: reply.status, requestID: requestID,
+            warnings: reply.warnings, metadata: reply.metadata)
     }
 
     package static func failure(_ error: APIError, requestID: String) -> HTTPResponse {

@@ -190,12 +190,7 @@ extension Application {
     }
 
     private func success(_ reply: Reply, requestID: String) -> HTTPResponse {
-        if var raw = reply.raw {
-            raw.headers.add(name: "X-Request-Id", value: requestID)
-            return raw
-        }
-        return Envelope.success(
-            reply.data, status: reply.status, requestID: requestID, warnings: reply.warnings, metadata: reply.metadata)
+        Envelope.response(for: reply, requestID: requestID)
     }
 
     private func failure(_ error: any Error, requestID: String, route: String) -> HTTPResponse {

@@ -39,6 +39,22 @@ enum Rendering {
         ])
     }
 
+    /// `{"subscriber": …}` as bytes: the snapshot's own JSON is made once per snapshot and kept
+    /// with it, so a cached snapshot served many times is not rendered again.
+    static func subscriberData(_ s: SubscriberSnapshot) -> [UInt8] {
+        let own = s.rendered.bytes {
+            var bytes: [UInt8] = []
+            subscriber(s).serialize(into: &bytes)
+            return bytes
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(own.count + 16)
+        bytes.append(contentsOf: #"{"subscriber":"#.utf8)
+        bytes.append(contentsOf: own)
+        bytes.append(UInt8(ascii: "}"))
+        return bytes
+    }
+
     static func pushSubscription(_ p: PushSubscriptionRecord) -> JSONValue {
         .object([
             "deviceId": .string(p.deviceID), "token": .string(p.token), "platform": .string(p.platform),

@@ -1,11 +1,18 @@
+import Synchronization
+
 /// Everything the API shows of one subscriber (API.md §4), read in one transaction.
+///
+/// Immutable, so what was rendered of it once (`rendered`) stays true of every copy: a cached
+/// snapshot served many times is turned into JSON once.
 package struct SubscriberSnapshot: Sendable {
-    package var record: SubscriberRecord
-    package var attributes: [(name: String, entry: AttributeEntry)]
-    package var aliases: [String]
-    package var pushSubscriptions: [PushSubscriptionRecord]
-    package var preferences: [PreferenceRecord]
-    package var devices: [DeviceRecord]
+    package let record: SubscriberRecord
+    package let attributes: [(name: String, entry: AttributeEntry)]
+    package let aliases: [String]
+    package let pushSubscriptions: [PushSubscriptionRecord]
+    package let preferences: [PreferenceRecord]
+    package let devices: [DeviceRecord]
+    /// The API's JSON of this snapshot, made by the first request that shows it.
+    package let rendered = RenderedOnce()
 
     package init(
         record: SubscriberRecord, attributes: [(name: String, entry: AttributeEntry)], aliases: [String],
@@ -29,5 +36,20 @@ package struct SubscriberSnapshot: Sendable {
             pushSubscriptions: try ctx.pushSubscriptions(key: record.key),
             preferences: try ctx.preferences(key: record.key),
             devices: try ctx.devices(key: record.key))
+    }
+}
+
+/// Bytes computed on first use and kept: shared by every copy of the value that holds it.
+package final class RenderedOnce: Sendable {
+    private let bytes = Mutex<[UInt8]?>(nil)
+
+    package init() {}
+
+    /// The kept bytes, or `render()`'s, kept for next time.
+    package func bytes(_ render: () -> [UInt8]) -> [UInt8] {
+        if let kept = bytes.withLock({ $0 }) { return kept }
+        let made = render()
+        bytes.withLock { $0 = made }
+        return made
     }
 }

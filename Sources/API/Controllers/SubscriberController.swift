@@ -64,8 +64,9 @@ struct SubscriberController {
             guard let snapshot = try Access.checkedForRead(found, caller: caller, now: now) else {
                 throw IdentityError.subscriberNotFound
             }
-            return Self.resolved(
-                Reply(["subscriber": Rendering.subscriber(snapshot)]), record: snapshot.record, asked: id)
+            var reply = Reply(.null)
+            reply.serializedData = Rendering.subscriberData(snapshot)
+            return Self.resolved(reply, record: snapshot.record, asked: id)
         }
     }
 

@@ -3,7 +3,8 @@
 -- log_statement=all): both alias lookups, the subscriber row locked FOR UPDATE and its alias
 -- checked again, the alias count (maxAliases), the new alias, the merge event, the webhook
 -- probe, the row update, in a READ COMMITTED transaction as its writer does, one per request
--- (the server may group several); then the snapshot read that renders the answer, after COMMIT.
+-- (the server may group several); then the snapshot read that renders the answer, after COMMIT
+-- (the statement of bench/pgbench/get.sql, asked for this one subscriber).
 -- Variables (bound as parameters: run with -M prepared; a colon inside a literal would be read
 -- as a variable, hence chr(58)): tenant, now (ms). A sequence hands each transaction its own seeded anonymous id.
 SELECT nextval('bench_anon') AS n \gset
@@ -25,18 +26,23 @@ UPDATE subscribers SET id = 'p-pgbench-' || :n::text, anonymous = false, verifie
     email_subscribed = :s_email_subscribed, last_seq = :s_last_seq + 1, event_count = :s_event_count + 1, updated_at = :now
     WHERE key = :s_key;
 COMMIT;
-SELECT s.key, s.tenant_id, s.id, s.anonymous, s.verified, s.email, s.email_subscribed, s.last_seq,
-    s.event_count, s.created_at, s.updated_at,
+SELECT q.i, s.key::text || ':' || s.xmin::text, s.key, s.tenant_id, s.id, s.anonymous, s.verified, s.email,
+    s.email_subscribed, s.last_seq, s.event_count, s.created_at, s.updated_at,
     (SELECT json_agg(json_build_array(name, value, set_by_backend) ORDER BY name)
-        FROM attributes WHERE subscriber_key = s.key),
-    (SELECT json_agg(alias ORDER BY alias) FROM aliases WHERE subscriber_key = s.key),
+        FROM attributes WHERE subscriber_key = s.key AND (s.key::text || ':' || s.xmin::text) IS DISTINCT FROM q.held),
+    (SELECT json_agg(alias ORDER BY alias)
+        FROM aliases WHERE subscriber_key = s.key AND (s.key::text || ':' || s.xmin::text) IS DISTINCT FROM q.held),
     (SELECT json_agg(json_build_array(device_id, token, platform, created_at, updated_at)
             ORDER BY updated_at DESC, device_id)
-        FROM push_subscriptions WHERE subscriber_key = s.key),
+        FROM push_subscriptions
+        WHERE subscriber_key = s.key AND (s.key::text || ':' || s.xmin::text) IS DISTINCT FROM q.held),
     (SELECT json_agg(json_build_array(topic, subscribed, updated_at) ORDER BY topic)
-        FROM preferences WHERE subscriber_key = s.key),
+        FROM preferences WHERE subscriber_key = s.key AND (s.key::text || ':' || s.xmin::text) IS DISTINCT FROM q.held),
     (SELECT json_agg(json_build_array(device_id, platform, app_version, os_version, model, locale, time_zone,
             last_seen_at) ORDER BY last_seen_at DESC, device_id)
-        FROM devices WHERE subscriber_key = s.key)
-FROM aliases AS a JOIN subscribers AS s ON s.key = a.subscriber_key
-WHERE a.tenant_id = :tenant AND a.alias = 'p-pgbench-' || :n::text AND NOT s.retired;
+        FROM devices WHERE subscriber_key = s.key AND (s.key::text || ':' || s.xmin::text) IS DISTINCT FROM q.held)
+FROM unnest(ARRAY[:tenant]::text[], ARRAY['p-pgbench-' || :n::text]::text[], ARRAY[NULL]::text[])
+    WITH ORDINALITY AS q(tenant_id, alias, held, i)
+JOIN aliases AS a ON a.tenant_id = q.tenant_id AND a.alias = q.alias
+JOIN subscribers AS s ON s.key = a.subscriber_key
+WHERE NOT s.retired;

@@ -37,8 +37,10 @@ package final class PostgresIdentityStore: IdentityStore, StoreLifecycle, Authen
         /// Rough bytes of subscriber snapshots kept in memory, each checked before use; 0 reads
         /// every snapshot whole.
         package var snapshotCacheBytes = 64 << 20
-        /// Snapshot statements in flight at once, each on its own connection (and thread).
-        package var snapshotStatementsInFlight = 2
+        /// Snapshot statements in flight at once, each on its own connection (and thread). One
+        /// gathers more reads per statement (18 against 9) and beat two on two cores: 27-33k
+        /// GET/s against 23-27k, interleaved runs at 64 connections.
+        package var snapshotStatementsInFlight = 1
         /// How often per-process unverified-call counts are added to the database.
         package var usageFlushInterval: Duration = .seconds(60)
         package init(url: String) { self.url = url }

@@ -13,8 +13,8 @@ import Threads
 /// seen by a read that starts after it was acknowledged (API.md §12), and only the database
 /// knows of it in time.
 ///
-/// Group commit, for reads: a few statement threads each take every question waiting (up to
-/// `maxBatch`), send one statement, and hand each asker its answer. Questions asked while the
+/// Group commit, for reads: a statement thread (or a few) takes every question waiting (up to
+/// `maxBatch`), sends one statement, and hands each asker its answer. Questions asked while the
 /// statements are out wait for the next. Each question is answered by a statement that began
 /// after it was asked, so its answer includes every write committed before that.
 final class PostgresSnapshotReader: Sendable {
@@ -50,7 +50,7 @@ final class PostgresSnapshotReader: Sendable {
     ///   - cache: Where checked snapshots are kept; nil reads every snapshot whole.
     ///   - statementsInFlight: Statement threads, each with a pooled connection while it sends.
     ///   - maxBatch: Questions per statement at most.
-    init(pool: ConnectionPool, cache: SnapshotCache?, statementsInFlight: Int = 2, maxBatch: Int = 256) {
+    init(pool: ConnectionPool, cache: SnapshotCache?, statementsInFlight: Int = 1, maxBatch: Int = 256) {
         self.pool = pool
         self.cache = cache
         self.maxBatch = max(1, maxBatch)

@@ -126,10 +126,12 @@ package protocol WebhookWriteContext: WebhookReadContext {
     func deleteWebhookEndpoint(key: Int64) throws
     /// Turns the endpoint off and fails its pending attempts (a `410`).
     func disableWebhookEndpoint(key: Int64, now: Timestamp) throws
-    /// Stores the event and a first pending attempt for `endpointKey`, or for every enabled
-    /// endpoint of the tenant that wants `type` when nil. Returns how many attempts were queued.
+    /// Stores a first pending attempt of the event for `endpointKey`, or for every enabled endpoint
+    /// of the tenant that wants `type` when nil: one row each, carrying the event's id, type, time
+    /// (`now`) and `data` (compact JSON), from which ``WebhookOutbox/body(id:type:tenantID:createdAt:data:)``
+    /// renders the same body on every attempt. Returns how many attempts were queued.
     func enqueueWebhookEvent(
-        id: String, tenantID: String, type: String, body: String, now: Timestamp, endpointKey: Int64?
+        id: String, tenantID: String, type: String, data: String, now: Timestamp, endpointKey: Int64?
     ) throws -> Int
     /// Takes up to `limit` pending attempts due at `now` (oldest first, enabled endpoints only) and
     /// moves their due time to `leaseUntil`, so no other worker takes them while this one sends;
@@ -155,8 +157,8 @@ package enum WebhookOutbox {
         guard try ctx.webhookWanted(tenantID: tenantID, type: type.rawValue) else { return }
         let id = newEventID(now: now)
         _ = try ctx.enqueueWebhookEvent(
-            id: id, tenantID: tenantID, type: type.rawValue,
-            body: body(id: id, type: type, tenantID: tenantID, now: now, data: data), now: now, endpointKey: nil)
+            id: id, tenantID: tenantID, type: type.rawValue, data: JSONValue.object(data).jsonString, now: now,
+            endpointKey: nil)
     }
 
     /// `subscriber.created` for a row just inserted.
@@ -196,10 +198,8 @@ package enum WebhookOutbox {
         let id = newEventID(now: now)
         _ = try ctx.enqueueWebhookEvent(
             id: id, tenantID: endpoint.tenantID, type: WebhookEventType.test.rawValue,
-            body: body(
-                id: id, type: .test, tenantID: endpoint.tenantID, now: now,
-                data: ["webhookId": .string(endpoint.id)]),
-            now: now, endpointKey: endpoint.key)
+            data: JSONValue.object(["webhookId": .string(endpoint.id)]).jsonString, now: now,
+            endpointKey: endpoint.key)
         return id
     }
 
@@ -222,13 +222,23 @@ package enum WebhookOutbox {
         return String(decoding: digits, as: UTF8.self)
     }
 
-    /// The POSTed body, rendered once so that every attempt sends the same bytes.
-    static func body(id: String, type: WebhookEventType, tenantID: String, now: Timestamp, data: JSONObject)
+    /// The POSTed body `{id, type, tenantId, createdAt, data}`, rendered at send time from what the
+    /// outbox row keeps: a function of its arguments alone, so every attempt sends the same bytes.
+    /// `data` is spliced in as stored (compact JSON written by ``record(_:_:tenantID:in:now:)``).
+    package static func body(id: String, type: String, tenantID: String, createdAt: Timestamp, data: String)
         -> String
     {
-        JSONValue.object([
-            "id": .string(id), "type": .string(type.rawValue), "tenantId": .string(tenantID),
-            "createdAt": .string(now.rfc3339), "data": .object(data),
-        ]).jsonString
+        var out = "{\"id\":"
+        out += JSONValue.string(id).jsonString
+        out += ",\"type\":"
+        out += JSONValue.string(type).jsonString
+        out += ",\"tenantId\":"
+        out += JSONValue.string(tenantID).jsonString
+        out += ",\"createdAt\":"
+        out += JSONValue.string(createdAt.rfc3339).jsonString
+        out += ",\"data\":"
+        out += data
+        out += "}"
+        return out
     }
 }

@@ -98,15 +98,14 @@ extension SQLiteContext {
         let table = "webhook_deliveries"
         return try db.query(
             """
-            SELECT d.key, d.event_id, e.type, d.attempt, d.status, d.response_status, d.error, d.created_at,
-                d.next_attempt_at
-            FROM webhook_deliveries AS d JOIN webhook_events AS e ON e.id = d.event_id
-            WHERE d.endpoint_key = ?1 AND (?2 IS NULL OR d.key < ?2) ORDER BY d.key DESC LIMIT ?3
+            SELECT key, event_id, type, attempt, status, response_status, error, created_at, next_attempt_at
+            FROM webhook_deliveries
+            WHERE endpoint_key = ?1 AND (?2 IS NULL OR key < ?2) ORDER BY key DESC LIMIT ?3
             """, [endpointKey, beforeKey, limit]
         ).map { row in
             WebhookDeliveryRecord(
                 key: try required(row.int(0), table, "key"), eventID: try required(row.string(1), table, "event_id"),
-                type: try required(row.string(2), "webhook_events", "type"),
+                type: try required(row.string(2), table, "type"),
                 attempt: Int(try required(row.int(3), table, "attempt")),
                 status: try required(row.string(4), table, "status"), responseStatus: row.int(5).map { Int($0) },
                 error: row.string(6), createdAt: Timestamp(millis: try required(row.int(7), table, "created_at")),
@@ -142,22 +141,31 @@ extension SQLiteContext {
         // One writer: selecting and leasing in the same transaction is already exclusive here.
         let due = try db.query(
             """
-            SELECT d.key, d.endpoint_key, w.url, w.secret, d.event_id, e.body, d.attempt
-            FROM webhook_deliveries AS d
-                JOIN webhook_endpoints AS w ON w.key = d.endpoint_key
-                JOIN webhook_events AS e ON e.id = d.event_id
+            SELECT d.key, d.endpoint_key, w.url, w.secret, d.event_id, d.attempt, d.type, w.tenant_id, d.event_at,
+                d.data, d.body
+            FROM webhook_deliveries AS d JOIN webhook_endpoints AS w ON w.key = d.endpoint_key
             WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND w.enabled = 1
             ORDER BY d.next_attempt_at, d.key LIMIT ?
             """, [now.millis, limit]
         ).map { row in
-            DueWebhookDelivery(
+            let eventID = try required(row.string(4), table, "event_id")
+            // A row from before migration 0004 keeps the body it was first rendered with.
+            let body: String
+            if let rendered = row.string(10) {
+                body = rendered
+            } else {
+                body = WebhookOutbox.body(
+                    id: eventID, type: try required(row.string(6), table, "type"),
+                    tenantID: try required(row.string(7), "webhook_endpoints", "tenant_id"),
+                    createdAt: Timestamp(millis: try required(row.int(8), table, "event_at")),
+                    data: try required(row.string(9), table, "data"))
+            }
+            return DueWebhookDelivery(
                 key: try required(row.int(0), table, "key"),
                 endpointKey: try required(row.int(1), table, "endpoint_key"),
                 url: try required(row.string(2), "webhook_endpoints", "url"),
                 secret: try required(row.string(3), "webhook_endpoints", "secret"),
-                eventID: try required(row.string(4), table, "event_id"),
-                body: try required(row.string(5), "webhook_events", "body"),
-                attempt: Int(try required(row.int(6), table, "attempt")))
+                eventID: eventID, body: body, attempt: Int(try required(row.int(5), table, "attempt")))
         }
         for delivery in due {
             try db.execute(
@@ -194,7 +202,7 @@ extension SQLiteContext {
     }
 
     func deleteWebhookEndpoint(key: Int64) throws {
-        // Its deliveries go by ON DELETE CASCADE; the events stay (other endpoints may share them).
+        // Its deliveries, which carry their events, go by ON DELETE CASCADE.
         try db.execute("DELETE FROM webhook_endpoints WHERE key = ?", [key])
         webhookFilters?.endpointsChanged()
     }
@@ -210,19 +218,17 @@ extension SQLiteContext {
     }
 
     func enqueueWebhookEvent(
-        id: String, tenantID: String, type: String, body: String, now: Timestamp, endpointKey: Int64?
+        id: String, tenantID: String, type: String, data: String, now: Timestamp, endpointKey: Int64?
     ) throws -> Int {
-        try db.execute(
-            "INSERT INTO webhook_events (id, tenant_id, type, body, created_at) VALUES (?, ?, ?, ?, ?)",
-            [id, tenantID, type, body, now.millis])
-        // One statement fans the event out to the endpoints that want it.
+        // One row per endpoint that wants the event, in one statement; no separate event row.
         try db.execute(
             """
-            INSERT INTO webhook_deliveries (endpoint_key, event_id, attempt, status, created_at, next_attempt_at)
-            SELECT key, ?1, 1, 'pending', ?2, ?2 FROM webhook_endpoints
+            INSERT INTO webhook_deliveries (endpoint_key, event_id, type, event_at, data, attempt, status, created_at,
+                                            next_attempt_at)
+            SELECT key, ?1, ?4, ?2, ?6, 1, 'pending', ?2, ?2 FROM webhook_endpoints
             WHERE tenant_id = ?3 AND enabled = 1 AND CASE WHEN ?5 IS NULL
                 THEN events = '*' OR instr(events, ',' || ?4 || ',') > 0 ELSE key = ?5 END
-            """, [id, now.millis, tenantID, type, endpointKey])
+            """, [id, now.millis, tenantID, type, endpointKey, data])
         return db.changes
     }
 
@@ -238,8 +244,10 @@ extension SQLiteContext {
         guard db.changes > 0, let retryAt else { return }
         try db.execute(
             """
-            INSERT INTO webhook_deliveries (endpoint_key, event_id, attempt, status, created_at, next_attempt_at)
-            SELECT endpoint_key, event_id, attempt + 1, 'pending', ?2, ?3 FROM webhook_deliveries WHERE key = ?1
+            INSERT INTO webhook_deliveries (endpoint_key, event_id, type, event_at, data, body, attempt, status,
+                                            created_at, next_attempt_at)
+            SELECT endpoint_key, event_id, type, event_at, data, body, attempt + 1, 'pending', ?2, ?3
+            FROM webhook_deliveries WHERE key = ?1
             """, [key, now.millis, retryAt.millis])
     }
 }

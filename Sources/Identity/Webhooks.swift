@@ -1,5 +1,6 @@
 import Crypto
 import JSON
+import Synchronization
 
 // MARK: - Events
 
@@ -205,10 +206,15 @@ package enum WebhookOutbox {
 
     /// `evt_` and 24 base62 characters: the creation millisecond in 8 (so ids sort by time, and
     /// the outbox's id indexes grow at their right edge instead of splitting a random page per
-    /// event), then 16 random ones (about 95 bits): unique without coordination.
+    /// event), then 16 random ones (about 95 bits): unique without coordination. The random
+    /// characters come from CSPRNG bytes fetched a few hundred at a time (``idRandomness``): one
+    /// `RAND_bytes` call per id cost as much as the rest of the id and its JSON together.
     package static func newEventID(now: Timestamp) -> String {
-        "evt_" + sortableMillis(now.millis) + SecureRandom.token(length: 16)
+        "evt_" + sortableMillis(now.millis) + idRandomness.token(length: 16)
     }
+
+    /// The random characters of event ids, drawn by the writer (and the test endpoint's caller).
+    static let idRandomness = BufferedRandomToken()
 
     /// `millis` in 8 base62 digits, most significant first; the digits' ASCII order is their
     /// value order, so the strings sort as the numbers do (until the year 8888).
@@ -240,5 +246,40 @@ package enum WebhookOutbox {
         out += data
         out += "}"
         return out
+    }
+}
+
+/// Uniform base62 characters from ``SecureRandom/bytes(_:)`` fetched `batch` bytes at a time.
+/// Which bytes the next token gets is as unpredictable as the CSPRNG's output; only the number of
+/// calls into libcrypto drops.
+package final class BufferedRandomToken: Sendable {
+    private struct State {
+        var bytes: [UInt8] = []
+        var next = 0
+    }
+    private let state = Mutex(State())
+    private let batch: Int
+
+    package init(batch: Int = 512) { self.batch = batch }
+
+    /// `length` characters of ``SecureRandom/base62``, each uniform (rejection sampling, as
+    /// ``SecureRandom/token(length:alphabet:)``).
+    package func token(length: Int) -> String {
+        let alphabet = SecureRandom.base62
+        let limit = (256 / alphabet.count) * alphabet.count
+        var output: [UInt8] = []
+        output.reserveCapacity(length)
+        state.withLock { state in
+            while output.count < length {
+                if state.next == state.bytes.count {
+                    state.bytes = SecureRandom.bytes(batch)
+                    state.next = 0
+                }
+                let byte = Int(state.bytes[state.next])
+                state.next += 1
+                if byte < limit { output.append(alphabet[byte % alphabet.count]) }
+            }
+        }
+        return String(decoding: output, as: UTF8.self)
     }
 }

@@ -114,24 +114,30 @@ extension SQLiteContext {
     }
 
     func webhookWanted(tenantID: String, type: String) throws -> Bool {
-        if let cache = webhookFilters, !cache.isDirty {
-            let filters: [String]
-            if let cached = cache.filters(tenantID: tenantID) {
-                filters = cached
-            } else {
-                filters = try db.query(
-                    "SELECT events FROM webhook_endpoints WHERE tenant_id = ? AND enabled = 1", [tenantID]
-                ) { $0.string(at: 0) }
-                cache.store(filters, tenantID: tenantID)
-            }
-            let needle = "," + type + ","
-            return filters.contains { $0 == "*" || $0.contains(needle) }
+        if let endpoints = try cachedWebhookEndpoints(tenantID: tenantID) {
+            return endpoints.contains { $0.wants(type) }
         }
         return try db.queryOne(
             """
             SELECT 1 FROM webhook_endpoints WHERE tenant_id = ?1 AND enabled = 1
                 AND (events = '*' OR instr(events, ',' || ?2 || ',') > 0) LIMIT 1
             """, [tenantID, type]) != nil
+    }
+
+    /// The tenant's enabled endpoints from the writer's cache (filled from SQL on a miss), or nil
+    /// when there is no cache or an endpoint changed in the running group.
+    private func cachedWebhookEndpoints(tenantID: String) throws -> [WebhookFilterCache.Endpoint]? {
+        guard let cache = webhookFilters, !cache.isDirty else { return nil }
+        if let cached = cache.endpoints(tenantID: tenantID) { return cached }
+        let endpoints = try db.query(
+            "SELECT key, events FROM webhook_endpoints WHERE tenant_id = ? AND enabled = 1", [tenantID]
+        ) { row in
+            WebhookFilterCache.Endpoint(
+                key: try required(row.int(at: 0), "webhook_endpoints", "key"),
+                filter: try required(row.string(at: 1), "webhook_endpoints", "events"))
+        }
+        cache.store(endpoints, tenantID: tenantID)
+        return endpoints
     }
 
     func claimDueWebhookDeliveries(now: Timestamp, limit: Int, leaseUntil: Timestamp) throws
@@ -220,7 +226,22 @@ extension SQLiteContext {
     func enqueueWebhookEvent(
         id: String, tenantID: String, type: String, data: String, now: Timestamp, endpointKey: Int64?
     ) throws -> Int {
-        // One row per endpoint that wants the event, in one statement; no separate event row.
+        // One row per endpoint that wants the event; no separate event row. The endpoints come
+        // from the writer's cache when it holds the tenant (a plain insert per endpoint), else
+        // from SQL in the same statement.
+        if endpointKey == nil, let endpoints = try cachedWebhookEndpoints(tenantID: tenantID) {
+            var queued = 0
+            for endpoint in endpoints where endpoint.wants(type) {
+                try db.execute(
+                    """
+                    INSERT INTO webhook_deliveries (endpoint_key, event_id, type, event_at, data, attempt, status,
+                                                    created_at, next_attempt_at)
+                    VALUES (?1, ?2, ?3, ?4, ?5, 1, 'pending', ?4, ?4)
+                    """, [endpoint.key, id, type, now.millis, data])
+                queued += 1
+            }
+            return queued
+        }
         try db.execute(
             """
             INSERT INTO webhook_deliveries (endpoint_key, event_id, type, event_at, data, attempt, status, created_at,
@@ -252,22 +273,33 @@ extension SQLiteContext {
     }
 }
 
-/// Each tenant's enabled webhook filters, kept by the store for its writer, so that a change in a
-/// tenant with webhooks costs no "is this event wanted" query per event. Every endpoint change
-/// goes through the one writer. Its rule: from an endpoint change until the end of that write
-/// group the cache is bypassed (the change may still roll back with its savepoint or its group,
-/// and SQL then answers for whatever state the connection sees); at the group's end it is
-/// emptied and refills from committed rows. A filter never claims less than the database has.
+/// Each tenant's enabled webhook endpoints (key and filter), kept by the store for its writer, so
+/// that a change in a tenant with webhooks costs no "is this event wanted" query per event and its
+/// outbox rows are plain inserts. Every endpoint change goes through the one writer. Its rule: from
+/// an endpoint change until the end of that write group the cache is bypassed (the change may
+/// still roll back with its savepoint or its group, and SQL then answers for whatever state the
+/// connection sees); at the group's end it is emptied and refills from committed rows. It never
+/// holds an endpoint the database lacks, nor lacks one it has.
 final class WebhookFilterCache: Sendable {
+    struct Endpoint: Sendable {
+        var key: Int64
+        /// `*` or `,type,type,` as stored.
+        var filter: String
+
+        func wants(_ type: String) -> Bool {
+            filter == "*" || filter.contains("," + type + ",")
+        }
+    }
+
     private struct State {
-        var byTenant: [String: [String]] = [:]
+        var byTenant: [String: [Endpoint]] = [:]
         var dirty = false
     }
     private let state = Mutex(State())
 
     var isDirty: Bool { state.withLock { $0.dirty } }
-    func filters(tenantID: String) -> [String]? { state.withLock { $0.byTenant[tenantID] } }
-    func store(_ filters: [String], tenantID: String) { state.withLock { $0.byTenant[tenantID] = filters } }
+    func endpoints(tenantID: String) -> [Endpoint]? { state.withLock { $0.byTenant[tenantID] } }
+    func store(_ endpoints: [Endpoint], tenantID: String) { state.withLock { $0.byTenant[tenantID] = endpoints } }
 
     /// An endpoint was created, deleted or disabled in the running group.
     func endpointsChanged() {

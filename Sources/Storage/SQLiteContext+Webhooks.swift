@@ -144,7 +144,12 @@ extension SQLiteContext {
         -> [DueWebhookDelivery]
     {
         let table = "webhook_deliveries"
-        // One writer: selecting and leasing in the same transaction is already exclusive here.
+        // One server per SQLite file (API.md §12), so the writer's memory can hold the leases and
+        // the claim writes nothing (a page or two of the table and the due index per batch, in
+        // a group the requests share). Attempts still leased are read past, then skipped. A crash
+        // forgets the leases, and every pending attempt is due again: at least once, as before.
+        let leases = webhookFilters?.leases
+        let held = leases?.held(at: now) ?? []
         let due = try db.query(
             """
             SELECT d.key, d.endpoint_key, w.url, w.secret, d.event_id, d.attempt, d.type, w.tenant_id, d.event_at,
@@ -152,8 +157,8 @@ extension SQLiteContext {
             FROM webhook_deliveries AS d JOIN webhook_endpoints AS w ON w.key = d.endpoint_key
             WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND w.enabled = 1
             ORDER BY d.next_attempt_at, d.key LIMIT ?
-            """, [now.millis, limit]
-        ).map { row in
+            """, [now.millis, limit + held.count]
+        ).filter { row in row.int(0).map { !held.contains($0) } ?? true }.prefix(limit).map { row in
             let eventID = try required(row.string(4), table, "event_id")
             // A row from before migration 0004 keeps the body it was first rendered with.
             let body: String
@@ -172,6 +177,10 @@ extension SQLiteContext {
                 url: try required(row.string(2), "webhook_endpoints", "url"),
                 secret: try required(row.string(3), "webhook_endpoints", "secret"),
                 eventID: eventID, body: body, attempt: Int(try required(row.int(5), table, "attempt")))
+        }
+        if let leases {
+            leases.take(due.map(\.key), until: leaseUntil)
+            return due
         }
         for delivery in due {
             try db.execute(
@@ -262,6 +271,7 @@ extension SQLiteContext {
                 next_attempt_at = ?
             WHERE key = ? AND status = 'pending'
             """, [succeeded ? "succeeded" : "failed", responseStatus, error, now.millis, retryAt?.millis, key])
+        webhookFilters?.leases.release(key)
         guard db.changes > 0, let retryAt else { return }
         try db.execute(
             """
@@ -296,6 +306,8 @@ final class WebhookFilterCache: Sendable {
         var dirty = false
     }
     private let state = Mutex(State())
+    /// The delivery worker's claims, kept beside the filters because both belong to the one writer.
+    let leases = WebhookLeases()
 
     var isDirty: Bool { state.withLock { $0.dirty } }
     func endpoints(tenantID: String) -> [Endpoint]? { state.withLock { $0.byTenant[tenantID] } }
@@ -317,5 +329,27 @@ final class WebhookFilterCache: Sendable {
                 $0.dirty = false
             }
         }
+    }
+}
+
+/// Attempts a worker has claimed and not yet recorded, each until its lease ends: the SQLite
+/// store's stand-in for writing the lease into the row (one server per file, API.md §12).
+final class WebhookLeases: Sendable {
+    private let leases = Mutex([Int64: Int64]())
+
+    /// Keys leased past `now`; forgets the expired ones.
+    func held(at now: Timestamp) -> Set<Int64> {
+        leases.withLock { leases in
+            leases = leases.filter { $0.value > now.millis }
+            return Set(leases.keys)
+        }
+    }
+
+    func take(_ keys: [Int64], until: Timestamp) {
+        leases.withLock { leases in for key in keys { leases[key] = until.millis } }
+    }
+
+    func release(_ key: Int64) {
+        _ = leases.withLock { $0.removeValue(forKey: key) }
     }
 }

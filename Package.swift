@@ -119,6 +119,7 @@ let package = Package(
             name: "APITests",
             dependencies: [
                 "API", "TestSupport", "Identity", "JSON", "HTTP1", "HTTPServer", "Storage", "SQLite", "Postgres",
+                "Migrations",
             ],
             swiftSettings: swiftSettings),
         .testTarget(name: "BuzzKitTests", dependencies: ["BuzzKit"], swiftSettings: swiftSettings),
@@ -128,7 +129,10 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "WebhookDeliveryTests",
-            dependencies: ["WebhookDelivery", "TestSupport", "API", "Identity", "Storage", "WebhookSigning"],
+            dependencies: [
+                "WebhookDelivery", "TestSupport", "API", "Identity", "Storage", "WebhookSigning", "SQLite", "Postgres",
+                "Migrations", "PostgresStorage",
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "StoreCopyTests",

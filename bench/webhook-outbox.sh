@@ -7,7 +7,10 @@
 #   STALLED=1 bench/webhook-outbox.sh       # the receiver never answers: the worker sits in one
 #                                           # 15 s attempt, so only the request path is measured
 #
-# Prints req/s of each run, the cost of the outbox (1 - on/off), and deliveries per second.
+# Prints req/s of each run, the cost of the outbox (1 - on/off), and deliveries per second; and
+# per request of each run the server's CPU time (all its threads, the delivery worker's included)
+# and the bytes it wrote (WAL and checkpoints, /proc/<pid>/io): steadier than req/s on a shared
+# machine, where others' work moves throughput far more than it moves these.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BUZZKIT_BINARY:-.build/release/buzzkit}
@@ -50,10 +53,18 @@ ON=$(tenant on)
 curl -sf -X POST "$BASE/v1/webhooks" -H "Authorization: Bearer $(field secretKey <<<"$ON")" \
     -H 'Content-Type: application/json' -d "{\"url\":\"http://127.0.0.1:$RECEIVER_PORT/ok\"}" >/dev/null
 
-rate() {  # rate CLIENT_KEY RUN → req/s of one wrk run
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$SERVER_PID/stat"; }
+written() { awk '/^write_bytes/ {print $2}' "/proc/$SERVER_PID/io"; }
+rate() {  # rate CLIENT_KEY RUN → req/s of one wrk run; its per-request cost into $WORK/cost
+    local ticks0 bytes0
+    ticks0=$(cpu_ticks); bytes0=$(written)
     wrk -t2 -c"$CONNS" -d"${DUR}s" --timeout 10s -s bench/lua/identify-link.lua "$BASE/v1/identify" -- "$1" "$2" \
         >"$WORK/wrk.out"
     if grep -q 'Non-2xx' "$WORK/wrk.out"; then echo "wrk saw errors: $(grep Non-2xx "$WORK/wrk.out")" >&2; fi
+    local requests
+    requests=$(awk '/requests in/ {print $1}' "$WORK/wrk.out")
+    python3 -c "import sys; t, b, n, hz = map(float, sys.argv[1:]); print(f'{t / hz * 1e6 / n:.0f} us CPU, {b / n / 1024:.1f} KB written')" \
+        "$(( $(cpu_ticks) - ticks0 ))" "$(( $(written) - bytes0 ))" "$requests" "$(getconf CLK_TCK)" >"$WORK/cost"
     awk '/Requests\/sec/ {print $2}' "$WORK/wrk.out"
 }
 delivered() { curl -s "$BASE/metrics" | awk -F' ' '/^buzzkit_webhook_deliveries_total\{result="succeeded"\}/ {print $2}'; }
@@ -61,9 +72,12 @@ delivered() { curl -s "$BASE/metrics" | awk -F' ' '/^buzzkit_webhook_deliveries_
 rate "$(field clientKey <<<"$OFF")" w0 >/dev/null  # warm-up
 for run in $(seq "$RUNS"); do
     off=$(rate "$(field clientKey <<<"$OFF")" "f$run")
+    off_cost=$(cat "$WORK/cost")
     on=$(rate "$(field clientKey <<<"$ON")" "n$run")
+    on_cost=$(cat "$WORK/cost")
     echo "run $run: identify without webhook $off req/s, with one webhook $on req/s," \
-        "outbox cost $(python3 -c "print(f'{(1 - $on / $off) * 100:.1f} %')")"
+        "outbox cost $(python3 -c "print(f'{(1 - $on / $off) * 100:.1f} %')")" \
+        "(per request: without $off_cost; with $on_cost; load average $(cut -d' ' -f1 /proc/loadavg))"
 done
 before=$(delivered); before=${before:-0}
 sleep 10

@@ -1,5 +1,6 @@
 import Crypto
 import JSON
+import Synchronization
 
 // MARK: - Events
 
@@ -126,10 +127,12 @@ package protocol WebhookWriteContext: WebhookReadContext {
     func deleteWebhookEndpoint(key: Int64) throws
     /// Turns the endpoint off and fails its pending attempts (a `410`).
     func disableWebhookEndpoint(key: Int64, now: Timestamp) throws
-    /// Stores the event and a first pending attempt for `endpointKey`, or for every enabled
-    /// endpoint of the tenant that wants `type` when nil. Returns how many attempts were queued.
+    /// Stores a first pending attempt of the event for `endpointKey`, or for every enabled endpoint
+    /// of the tenant that wants `type` when nil: one row each, carrying the event's id, type, time
+    /// (`now`) and `data` (compact JSON), from which ``WebhookOutbox/body(id:type:tenantID:createdAt:data:)``
+    /// renders the same body on every attempt. Returns how many attempts were queued.
     func enqueueWebhookEvent(
-        id: String, tenantID: String, type: String, body: String, now: Timestamp, endpointKey: Int64?
+        id: String, tenantID: String, type: String, data: String, now: Timestamp, endpointKey: Int64?
     ) throws -> Int
     /// Takes up to `limit` pending attempts due at `now` (oldest first, enabled endpoints only) and
     /// moves their due time to `leaseUntil`, so no other worker takes them while this one sends;
@@ -155,8 +158,8 @@ package enum WebhookOutbox {
         guard try ctx.webhookWanted(tenantID: tenantID, type: type.rawValue) else { return }
         let id = newEventID(now: now)
         _ = try ctx.enqueueWebhookEvent(
-            id: id, tenantID: tenantID, type: type.rawValue,
-            body: body(id: id, type: type, tenantID: tenantID, now: now, data: data), now: now, endpointKey: nil)
+            id: id, tenantID: tenantID, type: type.rawValue, data: JSONValue.object(data).jsonString, now: now,
+            endpointKey: nil)
     }
 
     /// `subscriber.created` for a row just inserted.
@@ -196,19 +199,22 @@ package enum WebhookOutbox {
         let id = newEventID(now: now)
         _ = try ctx.enqueueWebhookEvent(
             id: id, tenantID: endpoint.tenantID, type: WebhookEventType.test.rawValue,
-            body: body(
-                id: id, type: .test, tenantID: endpoint.tenantID, now: now,
-                data: ["webhookId": .string(endpoint.id)]),
-            now: now, endpointKey: endpoint.key)
+            data: JSONValue.object(["webhookId": .string(endpoint.id)]).jsonString, now: now,
+            endpointKey: endpoint.key)
         return id
     }
 
     /// `evt_` and 24 base62 characters: the creation millisecond in 8 (so ids sort by time, and
     /// the outbox's id indexes grow at their right edge instead of splitting a random page per
-    /// event), then 16 random ones (about 95 bits): unique without coordination.
+    /// event), then 16 random ones (about 95 bits): unique without coordination. The random
+    /// characters come from CSPRNG bytes fetched a few hundred at a time (``idRandomness``): one
+    /// `RAND_bytes` call per id cost as much as the rest of the id and its JSON together.
     package static func newEventID(now: Timestamp) -> String {
-        "evt_" + sortableMillis(now.millis) + SecureRandom.token(length: 16)
+        "evt_" + sortableMillis(now.millis) + idRandomness.token(length: 16)
     }
+
+    /// The random characters of event ids, drawn by the writer (and the test endpoint's caller).
+    static let idRandomness = BufferedRandomToken()
 
     /// `millis` in 8 base62 digits, most significant first; the digits' ASCII order is their
     /// value order, so the strings sort as the numbers do (until the year 8888).
@@ -222,13 +228,58 @@ package enum WebhookOutbox {
         return String(decoding: digits, as: UTF8.self)
     }
 
-    /// The POSTed body, rendered once so that every attempt sends the same bytes.
-    static func body(id: String, type: WebhookEventType, tenantID: String, now: Timestamp, data: JSONObject)
+    /// The POSTed body `{id, type, tenantId, createdAt, data}`, rendered at send time from what the
+    /// outbox row keeps: a function of its arguments alone, so every attempt sends the same bytes.
+    /// `data` is spliced in as stored (compact JSON written by ``record(_:_:tenantID:in:now:)``).
+    package static func body(id: String, type: String, tenantID: String, createdAt: Timestamp, data: String)
         -> String
     {
-        JSONValue.object([
-            "id": .string(id), "type": .string(type.rawValue), "tenantId": .string(tenantID),
-            "createdAt": .string(now.rfc3339), "data": .object(data),
-        ]).jsonString
+        var out = "{\"id\":"
+        out += JSONValue.string(id).jsonString
+        out += ",\"type\":"
+        out += JSONValue.string(type).jsonString
+        out += ",\"tenantId\":"
+        out += JSONValue.string(tenantID).jsonString
+        out += ",\"createdAt\":"
+        out += JSONValue.string(createdAt.rfc3339).jsonString
+        out += ",\"data\":"
+        out += data
+        out += "}"
+        return out
+    }
+}
+
+/// Uniform base62 characters from ``SecureRandom/bytes(_:)`` fetched `batch` bytes at a time.
+/// Which bytes the next token gets is as unpredictable as the CSPRNG's output; only the number of
+/// calls into libcrypto drops.
+package final class BufferedRandomToken: Sendable {
+    private struct State {
+        var bytes: [UInt8] = []
+        var next = 0
+    }
+    private let state = Mutex(State())
+    private let batch: Int
+
+    package init(batch: Int = 512) { self.batch = batch }
+
+    /// `length` characters of ``SecureRandom/base62``, each uniform (rejection sampling, as
+    /// ``SecureRandom/token(length:alphabet:)``).
+    package func token(length: Int) -> String {
+        let alphabet = SecureRandom.base62
+        let limit = (256 / alphabet.count) * alphabet.count
+        var output: [UInt8] = []
+        output.reserveCapacity(length)
+        state.withLock { state in
+            while output.count < length {
+                if state.next == state.bytes.count {
+                    state.bytes = SecureRandom.bytes(batch)
+                    state.next = 0
+                }
+                let byte = Int(state.bytes[state.next])
+                state.next += 1
+                if byte < limit { output.append(alphabet[byte % alphabet.count]) }
+            }
+        }
+        return String(decoding: output, as: UTF8.self)
     }
 }

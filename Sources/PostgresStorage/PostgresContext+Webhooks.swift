@@ -71,10 +71,9 @@ extension PostgresContext {
     func webhookDeliveries(endpointKey: Int64, beforeKey: Int64?, limit: Int) throws -> [WebhookDeliveryRecord] {
         try db.query(
             """
-            SELECT d.key, d.event_id, e.type, d.attempt, d.status, d.response_status, d.error, d.created_at,
-                d.next_attempt_at
-            FROM webhook_deliveries AS d JOIN webhook_events AS e ON e.id = d.event_id
-            WHERE d.endpoint_key = $1 AND ($2::bigint IS NULL OR d.key < $2) ORDER BY d.key DESC LIMIT $3
+            SELECT key, event_id, type, attempt, status, response_status, error, created_at, next_attempt_at
+            FROM webhook_deliveries
+            WHERE endpoint_key = $1 AND ($2::bigint IS NULL OR key < $2) ORDER BY key DESC LIMIT $3
             """, [endpointKey, beforeKey, limit]
         ).map { row in
             WebhookDeliveryRecord(
@@ -136,18 +135,17 @@ extension PostgresContext {
     }
 
     func enqueueWebhookEvent(
-        id: String, tenantID: String, type: String, body: String, now: Timestamp, endpointKey: Int64?
+        id: String, tenantID: String, type: String, data: String, now: Timestamp, endpointKey: Int64?
     ) throws -> Int {
-        _ = try db.execute(
-            "INSERT INTO webhook_events (id, tenant_id, type, body, created_at) VALUES ($1, $2, $3, $4, $5)",
-            [id, tenantID, type, body, now.millis])
-        return try db.execute(
+        // One row per endpoint that wants the event, in one statement; no separate event row.
+        try db.execute(
             """
-            INSERT INTO webhook_deliveries (endpoint_key, event_id, attempt, status, created_at, next_attempt_at)
-            SELECT key, $1, 1, 'pending', $2, $2 FROM webhook_endpoints
+            INSERT INTO webhook_deliveries (endpoint_key, event_id, type, event_at, data, attempt, status, created_at,
+                                            next_attempt_at)
+            SELECT key, $1, $4, $2, $6, 1, 'pending', $2, $2 FROM webhook_endpoints
             WHERE tenant_id = $3 AND enabled AND CASE WHEN $5::bigint IS NULL
                 THEN events = '*' OR strpos(events, ',' || $4 || ',') > 0 ELSE key = $5 END
-            """, [id, now.millis, tenantID, type, endpointKey])
+            """, [id, now.millis, tenantID, type, endpointKey, data])
     }
 
     func claimDueWebhookDeliveries(now: Timestamp, limit: Int, leaseUntil: Timestamp) throws
@@ -161,14 +159,25 @@ extension PostgresContext {
                 WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND w.enabled
                 ORDER BY d.next_attempt_at, d.key LIMIT $2 FOR UPDATE OF d SKIP LOCKED)
             UPDATE webhook_deliveries AS d SET next_attempt_at = $3
-            FROM due, webhook_endpoints AS w, webhook_events AS e
-            WHERE d.key = due.key AND w.key = d.endpoint_key AND e.id = d.event_id
-            RETURNING d.key, d.endpoint_key, w.url, w.secret, d.event_id, e.body, d.attempt
+            FROM due, webhook_endpoints AS w
+            WHERE d.key = due.key AND w.key = d.endpoint_key
+            RETURNING d.key, d.endpoint_key, w.url, w.secret, d.event_id, d.attempt, d.type, w.tenant_id, d.event_at,
+                d.data, d.body
             """, [now.millis, limit, leaseUntil.millis]
         ).map { row in
-            DueWebhookDelivery(
+            let eventID = try row.string(4)
+            // A row from before migration 0004 keeps the body it was first rendered with.
+            let body: String
+            if let rendered = try row.optionalString(10) {
+                body = rendered
+            } else {
+                body = WebhookOutbox.body(
+                    id: eventID, type: try row.string(6), tenantID: try row.string(7),
+                    createdAt: Timestamp(millis: try row.int(8)), data: try row.string(9))
+            }
+            return DueWebhookDelivery(
                 key: try row.int(0), endpointKey: try row.int(1), url: try row.string(2), secret: try row.string(3),
-                eventID: try row.string(4), body: try row.string(5), attempt: Int(try row.int(6)))
+                eventID: eventID, body: body, attempt: Int(try row.int(5)))
         }.sorted { $0.key < $1.key }
     }
 
@@ -184,8 +193,10 @@ extension PostgresContext {
         guard changed > 0, let retryAt else { return }
         _ = try db.execute(
             """
-            INSERT INTO webhook_deliveries (endpoint_key, event_id, attempt, status, created_at, next_attempt_at)
-            SELECT endpoint_key, event_id, attempt + 1, 'pending', $2, $3 FROM webhook_deliveries WHERE key = $1
+            INSERT INTO webhook_deliveries (endpoint_key, event_id, type, event_at, data, body, attempt, status,
+                                            created_at, next_attempt_at)
+            SELECT endpoint_key, event_id, type, event_at, data, body, attempt + 1, 'pending', $2, $3
+            FROM webhook_deliveries WHERE key = $1
             """, [key, now.millis, retryAt.millis])
     }
 }

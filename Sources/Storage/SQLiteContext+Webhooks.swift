@@ -98,15 +98,14 @@ extension SQLiteContext {
         let table = "webhook_deliveries"
         return try db.query(
             """
-            SELECT d.key, d.event_id, e.type, d.attempt, d.status, d.response_status, d.error, d.created_at,
-                d.next_attempt_at
-            FROM webhook_deliveries AS d JOIN webhook_events AS e ON e.id = d.event_id
-            WHERE d.endpoint_key = ?1 AND (?2 IS NULL OR d.key < ?2) ORDER BY d.key DESC LIMIT ?3
+            SELECT key, event_id, type, attempt, status, response_status, error, created_at, next_attempt_at
+            FROM webhook_deliveries
+            WHERE endpoint_key = ?1 AND (?2 IS NULL OR key < ?2) ORDER BY key DESC LIMIT ?3
             """, [endpointKey, beforeKey, limit]
         ).map { row in
             WebhookDeliveryRecord(
                 key: try required(row.int(0), table, "key"), eventID: try required(row.string(1), table, "event_id"),
-                type: try required(row.string(2), "webhook_events", "type"),
+                type: try required(row.string(2), table, "type"),
                 attempt: Int(try required(row.int(3), table, "attempt")),
                 status: try required(row.string(4), table, "status"), responseStatus: row.int(5).map { Int($0) },
                 error: row.string(6), createdAt: Timestamp(millis: try required(row.int(7), table, "created_at")),
@@ -115,18 +114,8 @@ extension SQLiteContext {
     }
 
     func webhookWanted(tenantID: String, type: String) throws -> Bool {
-        if let cache = webhookFilters, !cache.isDirty {
-            let filters: [String]
-            if let cached = cache.filters(tenantID: tenantID) {
-                filters = cached
-            } else {
-                filters = try db.query(
-                    "SELECT events FROM webhook_endpoints WHERE tenant_id = ? AND enabled = 1", [tenantID]
-                ) { $0.string(at: 0) }
-                cache.store(filters, tenantID: tenantID)
-            }
-            let needle = "," + type + ","
-            return filters.contains { $0 == "*" || $0.contains(needle) }
+        if let endpoints = try cachedWebhookEndpoints(tenantID: tenantID) {
+            return endpoints.contains { $0.wants(type) }
         }
         return try db.queryOne(
             """
@@ -135,29 +124,63 @@ extension SQLiteContext {
             """, [tenantID, type]) != nil
     }
 
+    /// The tenant's enabled endpoints from the writer's cache (filled from SQL on a miss), or nil
+    /// when there is no cache or an endpoint changed in the running group.
+    private func cachedWebhookEndpoints(tenantID: String) throws -> [WebhookFilterCache.Endpoint]? {
+        guard let cache = webhookFilters, !cache.isDirty else { return nil }
+        if let cached = cache.endpoints(tenantID: tenantID) { return cached }
+        let endpoints = try db.query(
+            "SELECT key, events FROM webhook_endpoints WHERE tenant_id = ? AND enabled = 1", [tenantID]
+        ) { row in
+            WebhookFilterCache.Endpoint(
+                key: try required(row.int(at: 0), "webhook_endpoints", "key"),
+                filter: try required(row.string(at: 1), "webhook_endpoints", "events"))
+        }
+        cache.store(endpoints, tenantID: tenantID)
+        return endpoints
+    }
+
     func claimDueWebhookDeliveries(now: Timestamp, limit: Int, leaseUntil: Timestamp) throws
         -> [DueWebhookDelivery]
     {
         let table = "webhook_deliveries"
-        // One writer: selecting and leasing in the same transaction is already exclusive here.
+        // One server per SQLite file (API.md §12), so the writer's memory can hold the leases and
+        // the claim writes nothing (a page or two of the table and the due index per batch, in
+        // a group the requests share). Attempts still leased are read past, then skipped. A crash
+        // forgets the leases, and every pending attempt is due again: at least once, as before.
+        let leases = webhookFilters?.leases
+        let held = leases?.held(at: now) ?? []
         let due = try db.query(
             """
-            SELECT d.key, d.endpoint_key, w.url, w.secret, d.event_id, e.body, d.attempt
-            FROM webhook_deliveries AS d
-                JOIN webhook_endpoints AS w ON w.key = d.endpoint_key
-                JOIN webhook_events AS e ON e.id = d.event_id
+            SELECT d.key, d.endpoint_key, w.url, w.secret, d.event_id, d.attempt, d.type, w.tenant_id, d.event_at,
+                d.data, d.body
+            FROM webhook_deliveries AS d JOIN webhook_endpoints AS w ON w.key = d.endpoint_key
             WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND w.enabled = 1
             ORDER BY d.next_attempt_at, d.key LIMIT ?
-            """, [now.millis, limit]
-        ).map { row in
-            DueWebhookDelivery(
+            """, [now.millis, limit + held.count]
+        ).filter { row in row.int(0).map { !held.contains($0) } ?? true }.prefix(limit).map { row in
+            let eventID = try required(row.string(4), table, "event_id")
+            // A row from before migration 0004 keeps the body it was first rendered with.
+            let body: String
+            if let rendered = row.string(10) {
+                body = rendered
+            } else {
+                body = WebhookOutbox.body(
+                    id: eventID, type: try required(row.string(6), table, "type"),
+                    tenantID: try required(row.string(7), "webhook_endpoints", "tenant_id"),
+                    createdAt: Timestamp(millis: try required(row.int(8), table, "event_at")),
+                    data: try required(row.string(9), table, "data"))
+            }
+            return DueWebhookDelivery(
                 key: try required(row.int(0), table, "key"),
                 endpointKey: try required(row.int(1), table, "endpoint_key"),
                 url: try required(row.string(2), "webhook_endpoints", "url"),
                 secret: try required(row.string(3), "webhook_endpoints", "secret"),
-                eventID: try required(row.string(4), table, "event_id"),
-                body: try required(row.string(5), "webhook_events", "body"),
-                attempt: Int(try required(row.int(6), table, "attempt")))
+                eventID: eventID, body: body, attempt: Int(try required(row.int(5), table, "attempt")))
+        }
+        if let leases {
+            leases.take(due.map(\.key), until: leaseUntil)
+            return due
         }
         for delivery in due {
             try db.execute(
@@ -194,7 +217,7 @@ extension SQLiteContext {
     }
 
     func deleteWebhookEndpoint(key: Int64) throws {
-        // Its deliveries go by ON DELETE CASCADE; the events stay (other endpoints may share them).
+        // Its deliveries, which carry their events, go by ON DELETE CASCADE.
         try db.execute("DELETE FROM webhook_endpoints WHERE key = ?", [key])
         webhookFilters?.endpointsChanged()
     }
@@ -210,19 +233,32 @@ extension SQLiteContext {
     }
 
     func enqueueWebhookEvent(
-        id: String, tenantID: String, type: String, body: String, now: Timestamp, endpointKey: Int64?
+        id: String, tenantID: String, type: String, data: String, now: Timestamp, endpointKey: Int64?
     ) throws -> Int {
-        try db.execute(
-            "INSERT INTO webhook_events (id, tenant_id, type, body, created_at) VALUES (?, ?, ?, ?, ?)",
-            [id, tenantID, type, body, now.millis])
-        // One statement fans the event out to the endpoints that want it.
+        // One row per endpoint that wants the event; no separate event row. The endpoints come
+        // from the writer's cache when it holds the tenant (a plain insert per endpoint), else
+        // from SQL in the same statement.
+        if endpointKey == nil, let endpoints = try cachedWebhookEndpoints(tenantID: tenantID) {
+            var queued = 0
+            for endpoint in endpoints where endpoint.wants(type) {
+                try db.execute(
+                    """
+                    INSERT INTO webhook_deliveries (endpoint_key, event_id, type, event_at, data, attempt, status,
+                                                    created_at, next_attempt_at)
+                    VALUES (?1, ?2, ?3, ?4, ?5, 1, 'pending', ?4, ?4)
+                    """, [endpoint.key, id, type, now.millis, data])
+                queued += 1
+            }
+            return queued
+        }
         try db.execute(
             """
-            INSERT INTO webhook_deliveries (endpoint_key, event_id, attempt, status, created_at, next_attempt_at)
-            SELECT key, ?1, 1, 'pending', ?2, ?2 FROM webhook_endpoints
+            INSERT INTO webhook_deliveries (endpoint_key, event_id, type, event_at, data, attempt, status, created_at,
+                                            next_attempt_at)
+            SELECT key, ?1, ?4, ?2, ?6, 1, 'pending', ?2, ?2 FROM webhook_endpoints
             WHERE tenant_id = ?3 AND enabled = 1 AND CASE WHEN ?5 IS NULL
                 THEN events = '*' OR instr(events, ',' || ?4 || ',') > 0 ELSE key = ?5 END
-            """, [id, now.millis, tenantID, type, endpointKey])
+            """, [id, now.millis, tenantID, type, endpointKey, data])
         return db.changes
     }
 
@@ -235,31 +271,47 @@ extension SQLiteContext {
                 next_attempt_at = ?
             WHERE key = ? AND status = 'pending'
             """, [succeeded ? "succeeded" : "failed", responseStatus, error, now.millis, retryAt?.millis, key])
+        webhookFilters?.leases.release(key)
         guard db.changes > 0, let retryAt else { return }
         try db.execute(
             """
-            INSERT INTO webhook_deliveries (endpoint_key, event_id, attempt, status, created_at, next_attempt_at)
-            SELECT endpoint_key, event_id, attempt + 1, 'pending', ?2, ?3 FROM webhook_deliveries WHERE key = ?1
+            INSERT INTO webhook_deliveries (endpoint_key, event_id, type, event_at, data, body, attempt, status,
+                                            created_at, next_attempt_at)
+            SELECT endpoint_key, event_id, type, event_at, data, body, attempt + 1, 'pending', ?2, ?3
+            FROM webhook_deliveries WHERE key = ?1
             """, [key, now.millis, retryAt.millis])
     }
 }
 
-/// Each tenant's enabled webhook filters, kept by the store for its writer, so that a change in a
-/// tenant with webhooks costs no "is this event wanted" query per event. Every endpoint change
-/// goes through the one writer. Its rule: from an endpoint change until the end of that write
-/// group the cache is bypassed (the change may still roll back with its savepoint or its group,
-/// and SQL then answers for whatever state the connection sees); at the group's end it is
-/// emptied and refills from committed rows. A filter never claims less than the database has.
+/// Each tenant's enabled webhook endpoints (key and filter), kept by the store for its writer, so
+/// that a change in a tenant with webhooks costs no "is this event wanted" query per event and its
+/// outbox rows are plain inserts. Every endpoint change goes through the one writer. Its rule: from
+/// an endpoint change until the end of that write group the cache is bypassed (the change may
+/// still roll back with its savepoint or its group, and SQL then answers for whatever state the
+/// connection sees); at the group's end it is emptied and refills from committed rows. It never
+/// holds an endpoint the database lacks, nor lacks one it has.
 final class WebhookFilterCache: Sendable {
+    struct Endpoint: Sendable {
+        var key: Int64
+        /// `*` or `,type,type,` as stored.
+        var filter: String
+
+        func wants(_ type: String) -> Bool {
+            filter == "*" || filter.contains("," + type + ",")
+        }
+    }
+
     private struct State {
-        var byTenant: [String: [String]] = [:]
+        var byTenant: [String: [Endpoint]] = [:]
         var dirty = false
     }
     private let state = Mutex(State())
+    /// The delivery worker's claims, kept beside the filters because both belong to the one writer.
+    let leases = WebhookLeases()
 
     var isDirty: Bool { state.withLock { $0.dirty } }
-    func filters(tenantID: String) -> [String]? { state.withLock { $0.byTenant[tenantID] } }
-    func store(_ filters: [String], tenantID: String) { state.withLock { $0.byTenant[tenantID] = filters } }
+    func endpoints(tenantID: String) -> [Endpoint]? { state.withLock { $0.byTenant[tenantID] } }
+    func store(_ endpoints: [Endpoint], tenantID: String) { state.withLock { $0.byTenant[tenantID] = endpoints } }
 
     /// An endpoint was created, deleted or disabled in the running group.
     func endpointsChanged() {
@@ -277,5 +329,27 @@ final class WebhookFilterCache: Sendable {
                 $0.dirty = false
             }
         }
+    }
+}
+
+/// Attempts a worker has claimed and not yet recorded, each until its lease ends: the SQLite
+/// store's stand-in for writing the lease into the row (one server per file, API.md §12).
+final class WebhookLeases: Sendable {
+    private let leases = Mutex([Int64: Int64]())
+
+    /// Keys leased past `now`; forgets the expired ones.
+    func held(at now: Timestamp) -> Set<Int64> {
+        leases.withLock { leases in
+            leases = leases.filter { $0.value > now.millis }
+            return Set(leases.keys)
+        }
+    }
+
+    func take(_ keys: [Int64], until: Timestamp) {
+        leases.withLock { leases in for key in keys { leases[key] = until.millis } }
+    }
+
+    func release(_ key: Int64) {
+        _ = leases.withLock { $0.removeValue(forKey: key) }
     }
 }

@@ -11,12 +11,16 @@ struct PostgresCLITests {
         let database = try #require(try PostgresTestDatabase.make())
         let first = try runBuzzkit(["migrate", "--database", database.url])
         #expect(first.status == 0, "\(first.stderr)")
-        #expect(first.stdout == "applied: 0001_initial, 0002_idempotency_and_webhooks, 0003_snapshot_versions\n")
+        #expect(
+            first.stdout
+                == "applied: 0001_initial, 0002_idempotency_and_webhooks, 0003_snapshot_versions, 0004_outbox_one_row\n"
+        )
         let again = try runBuzzkit(["migrate", "--database", database.url])
         #expect(again.stdout == "database is up to date\n")
         let db = try Connection(url: database.url)
         #expect(
-            try db.query("SELECT version FROM schema_migrations ORDER BY version").map { try $0.int(0) } == [1, 2, 3])
+            try db.query("SELECT version FROM schema_migrations ORDER BY version").map { try $0.int(0) }
+                == [1, 2, 3, 4])
         // A database newer than the binary is refused, naming the migration.
         try db.execute("INSERT INTO schema_migrations(version, name, checksum) VALUES (99, 'future', 'x')", [])
         let newer = try runBuzzkit(["migrate", "--database", database.url])

@@ -1,3 +1,4 @@
+import Crypto
 import Identity
 import Testing
 
@@ -24,5 +25,20 @@ struct WebhookEventIDTests {
         #expect(Set(ids).count == 1000)
         // The time part is shared; what follows is random.
         #expect(Set(ids.map { $0.prefix(12) }).count == 1)
+    }
+
+    /// The buffered source hands out uniform base62 characters across refills: a batch of 7
+    /// bytes refills several times per token.
+    @Test func bufferedRandomCharactersSpanTheAlphabetAcrossRefills() {
+        let source = BufferedRandomToken(batch: 7)
+        let tokens = (0..<2000).map { _ in source.token(length: 16) }
+        #expect(tokens.allSatisfy { $0.utf8.count == 16 })
+        #expect(Set(tokens).count == tokens.count)
+        var counts = [UInt8: Int]()
+        for token in tokens { for byte in token.utf8 { counts[byte, default: 0] += 1 } }
+        #expect(Set(counts.keys) == Set(SecureRandom.base62))
+        // 32,000 draws over 62 symbols: ~516 each (sd ~23); a buffer handed out twice or a symbol
+        // mapped twice would put some far outside this band.
+        #expect(counts.values.allSatisfy { (380...660).contains($0) }, "\(counts.values.sorted())")
     }
 }

@@ -94,6 +94,41 @@ private final class ScriptedTransport: DeliveryTransport {
         #expect(Set(sent.map { $0.headers["webhook-timestamp"] ?? "" }).count == 3)
     }
 
+    /// One event, several endpoints: a row for each endpoint whose filter takes it (on SQLite from
+    /// the writer's cache of endpoints), each sent the same bytes under the same id.
+    @Test(arguments: StoreKind.available) func anEventFansOutToTheEndpointsWhoseFilterTakesIt(_ store: StoreKind)
+        throws
+    {
+        let (app, tenant, first) = try setUp(store)
+        defer { app.close() }
+        for (path, events) in [("created", ["subscriber.created"]), ("deleted", ["subscriber.deleted"])] {
+            let created = try app.send(
+                "POST", "/v1/webhooks", json: ["url": "http://127.0.0.1:9/\(path)", "events": events],
+                headers: tenant.backend)
+            #expect(created.status == 201)
+        }
+        // Twice: the first change fills the writer's cache, the second is answered from it.
+        for id in ["fan1", "fan2"] {
+            #expect(try app.send("PUT", "/v1/subscribers/\(id)", json: [:], headers: tenant.backend).status == 201)
+        }
+        #expect(try app.store.read { try $0.pendingWebhookDeliveryCount() } == 4)
+        let transport = ScriptedTransport([])
+        #expect(worker(app, transport, schedule: [1]).runOnce() == 4)
+        let sent = transport.sent.withLock { $0 }
+        #expect(
+            sent.map(\.url).sorted() == [
+                "http://127.0.0.1:9/created", "http://127.0.0.1:9/created", "http://127.0.0.1:9/hook",
+                "http://127.0.0.1:9/hook",
+            ])
+        let byEvent = Dictionary(grouping: sent) { $0.headers["webhook-id"] ?? "" }
+        #expect(byEvent.count == 2)
+        for (_, copies) in byEvent {
+            #expect(copies.count == 2)
+            #expect(Set(copies.map(\.body)).count == 1)
+        }
+        #expect(try deliveries(app, tenant, first).count == 2)
+    }
+
     @Test(arguments: StoreKind.available) func a410DisablesTheEndpointAndFailsWhatIsPending(_ store: StoreKind) throws {
         let (app, tenant, id) = try setUp(store)
         defer { app.close() }

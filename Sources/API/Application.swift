@@ -230,8 +230,8 @@ package final class Application: Responder {
         case .write(let job):
             // Key and tenant changes reach the auth cache from the store (AuthenticationChangeSource).
             store.write(job) { [self] result in
-                // The answer reads the subscriber it shows: on a handler thread, not the writer's.
-                if let handlerPool {
+                // An answer that shows a subscriber reads it: on a handler thread, not the writer's.
+                if let handlerPool, case .success(let reply) = result, reply.subscriberToShow != nil {
                     handlerPool.submit { [self] in finishWrite(result, exchange) }
                 } else {
                     finishWrite(result, exchange)

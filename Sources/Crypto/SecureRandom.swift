@@ -30,6 +30,12 @@ package enum SecureRandom {
     ///   - length: number of characters.
     ///   - alphabet: 2...256 distinct ASCII bytes; defaults to ``base62``.
     package static func token(length: Int, alphabet: [UInt8] = base62) -> String {
+        token(length: length, alphabet: alphabet, from: bytes)
+    }
+
+    /// `token(length:alphabet:)` with its random bytes from `source` (asked for `n`, it returns
+    /// `n` CSPRNG bytes): for a caller that fetches them in batches.
+    package static func token(length: Int, alphabet: [UInt8] = base62, from source: (Int) -> [UInt8]) -> String {
         precondition(length >= 0, "negative token length")
         precondition((2...256).contains(alphabet.count), "alphabet must hold 2...256 symbols")
         precondition(alphabet.allSatisfy { $0 < 0x80 }, "alphabet must be ASCII")
@@ -41,7 +47,7 @@ package enum SecureRandom {
         output.reserveCapacity(length)
         while output.count < length {
             // Ask for a little more than needed so one batch usually suffices.
-            let batch = bytes((length - output.count) * 5 / 4 + 8)
+            let batch = source((length - output.count) * 5 / 4 + 8)
             for byte in batch where Int(byte) < limit {
                 output.append(alphabet[Int(byte) % n])
                 if output.count == length { break }

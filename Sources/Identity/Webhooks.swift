@@ -228,6 +228,16 @@ package enum WebhookOutbox {
         return String(decoding: digits, as: UTF8.self)
     }
 
+    /// The body an outbox row sends: the one it was rendered with before migration 0004 when it
+    /// kept one (`kept`), else ``body(id:type:tenantID:createdAt:data:)`` of its columns.
+    package static func body(
+        kept: String?, id: String, type: String, tenantID: String, createdAt: Timestamp, data: String?
+    ) throws -> String {
+        if let kept { return kept }
+        guard let data else { throw WebhookOutboxError.rowWithoutData(eventID: id) }
+        return body(id: id, type: type, tenantID: tenantID, createdAt: createdAt, data: data)
+    }
+
     /// The POSTed body `{id, type, tenantId, createdAt, data}`, rendered at send time from what the
     /// outbox row keeps: a function of its arguments alone, so every attempt sends the same bytes.
     /// `data` is spliced in as stored (compact JSON written by ``record(_:_:tenantID:in:now:)``).
@@ -249,6 +259,18 @@ package enum WebhookOutbox {
     }
 }
 
+/// An outbox row that cannot be sent as stored.
+package enum WebhookOutboxError: Error, CustomStringConvertible {
+    /// Neither a kept body nor the data to render one (the schema's CHECK forbids it).
+    case rowWithoutData(eventID: String)
+
+    package var description: String {
+        switch self {
+        case .rowWithoutData(let eventID): "outbox row of \(eventID) has neither a body nor data"
+        }
+    }
+}
+
 /// Uniform base62 characters from ``SecureRandom/bytes(_:)`` fetched `batch` bytes at a time.
 /// Which bytes the next token gets is as unpredictable as the CSPRNG's output; only the number of
 /// calls into libcrypto drops.
@@ -262,24 +284,24 @@ package final class BufferedRandomToken: Sendable {
 
     package init(batch: Int = 512) { self.batch = batch }
 
-    /// `length` characters of ``SecureRandom/base62``, each uniform (rejection sampling, as
-    /// ``SecureRandom/token(length:alphabet:)``).
+    /// `length` characters of ``SecureRandom/base62``, each uniform: ``SecureRandom``'s own
+    /// sampling, served from the buffer.
     package func token(length: Int) -> String {
-        let alphabet = SecureRandom.base62
-        let limit = (256 / alphabet.count) * alphabet.count
-        var output: [UInt8] = []
-        output.reserveCapacity(length)
         state.withLock { state in
-            while output.count < length {
-                if state.next == state.bytes.count {
-                    state.bytes = SecureRandom.bytes(batch)
-                    state.next = 0
+            SecureRandom.token(length: length) { count in
+                var taken: [UInt8] = []
+                taken.reserveCapacity(count)
+                while taken.count < count {
+                    if state.next == state.bytes.count {
+                        state.bytes = SecureRandom.bytes(batch)
+                        state.next = 0
+                    }
+                    let end = min(state.bytes.count, state.next + count - taken.count)
+                    taken += state.bytes[state.next..<end]
+                    state.next = end
                 }
-                let byte = Int(state.bytes[state.next])
-                state.next += 1
-                if byte < limit { output.append(alphabet[byte % alphabet.count]) }
+                return taken
             }
         }
-        return String(decoding: output, as: UTF8.self)
     }
 }

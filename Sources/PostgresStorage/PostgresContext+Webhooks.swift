@@ -166,15 +166,9 @@ extension PostgresContext {
             """, [now.millis, limit, leaseUntil.millis]
         ).map { row in
             let eventID = try row.string(4)
-            // A row from before migration 0004 keeps the body it was first rendered with.
-            let body: String
-            if let rendered = try row.optionalString(10) {
-                body = rendered
-            } else {
-                body = WebhookOutbox.body(
-                    id: eventID, type: try row.string(6), tenantID: try row.string(7),
-                    createdAt: Timestamp(millis: try row.int(8)), data: try row.string(9))
-            }
+            let body = try WebhookOutbox.body(
+                kept: try row.optionalString(10), id: eventID, type: try row.string(6), tenantID: try row.string(7),
+                createdAt: Timestamp(millis: try row.int(8)), data: try row.optionalString(9))
             return DueWebhookDelivery(
                 key: try row.int(0), endpointKey: try row.int(1), url: try row.string(2), secret: try row.string(3),
                 eventID: eventID, body: body, attempt: Int(try row.int(5)))

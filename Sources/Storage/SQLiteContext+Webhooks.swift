@@ -160,17 +160,10 @@ extension SQLiteContext {
             """, [now.millis, limit + held.count]
         ).filter { row in row.int(0).map { !held.contains($0) } ?? true }.prefix(limit).map { row in
             let eventID = try required(row.string(4), table, "event_id")
-            // A row from before migration 0004 keeps the body it was first rendered with.
-            let body: String
-            if let rendered = row.string(10) {
-                body = rendered
-            } else {
-                body = WebhookOutbox.body(
-                    id: eventID, type: try required(row.string(6), table, "type"),
-                    tenantID: try required(row.string(7), "webhook_endpoints", "tenant_id"),
-                    createdAt: Timestamp(millis: try required(row.int(8), table, "event_at")),
-                    data: try required(row.string(9), table, "data"))
-            }
+            let body = try WebhookOutbox.body(
+                kept: row.string(10), id: eventID, type: try required(row.string(6), table, "type"),
+                tenantID: try required(row.string(7), "webhook_endpoints", "tenant_id"),
+                createdAt: Timestamp(millis: try required(row.int(8), table, "event_at")), data: row.string(9))
             return DueWebhookDelivery(
                 key: try required(row.int(0), table, "key"),
                 endpointKey: try required(row.int(1), table, "endpoint_key"),

@@ -37,22 +37,40 @@ package enum SecureRandom {
     /// `n` CSPRNG bytes): for a caller that fetches them in batches.
     package static func token(length: Int, alphabet: [UInt8] = base62, from source: (Int) -> [UInt8]) -> String {
         precondition(length >= 0, "negative token length")
+        var output: [UInt8] = []
+        output.reserveCapacity(length)
+        var batch: [UInt8] = []
+        var next = 0
+        appendSymbols(length, of: alphabet, to: &output) {
+            if next == batch.count {
+                // A little more than the whole token needs, so one batch usually suffices.
+                batch = source(length * 5 / 4 + 8)
+                next = 0
+            }
+            next += 1
+            return batch[next - 1]
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// Appends `count` symbols of `alphabet`, each uniform, drawn from the CSPRNG bytes `nextByte`
+    /// returns one at a time: the sampling every token uses, for callers that keep their own
+    /// buffer of random bytes and build ids in place.
+    package static func appendSymbols(
+        _ count: Int, of alphabet: [UInt8], to output: inout [UInt8], nextByte: () -> UInt8
+    ) {
         precondition((2...256).contains(alphabet.count), "alphabet must hold 2...256 symbols")
         precondition(alphabet.allSatisfy { $0 < 0x80 }, "alphabet must be ASCII")
         let n = alphabet.count
         // Rejection sampling: bytes at or above the largest multiple of n would favour the
         // first symbols (256 % 62 = 8), so they are dropped instead of reduced modulo n.
         let limit = (256 / n) * n
-        var output: [UInt8] = []
-        output.reserveCapacity(length)
-        while output.count < length {
-            // Ask for a little more than needed so one batch usually suffices.
-            let batch = source((length - output.count) * 5 / 4 + 8)
-            for byte in batch where Int(byte) < limit {
-                output.append(alphabet[Int(byte) % n])
-                if output.count == length { break }
-            }
+        var appended = 0
+        while appended < count {
+            let byte = Int(nextByte())
+            guard byte < limit else { continue }
+            output.append(alphabet[byte % n])
+            appended += 1
         }
-        return String(decoding: output, as: UTF8.self)
     }
 }

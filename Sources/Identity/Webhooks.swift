@@ -210,22 +210,27 @@ package enum WebhookOutbox {
     /// characters come from CSPRNG bytes fetched a few hundred at a time (``idRandomness``): one
     /// `RAND_bytes` call per id cost as much as the rest of the id and its JSON together.
     package static func newEventID(now: Timestamp) -> String {
-        "evt_" + sortableMillis(now.millis) + idRandomness.token(length: 16)
+        var id: [UInt8] = []
+        id.reserveCapacity(28)
+        id.append(contentsOf: "evt_".utf8)
+        appendSortableMillis(now.millis, to: &id)
+        idRandomness.append(16, to: &id)
+        return String(decoding: id, as: UTF8.self)
     }
 
     /// The random characters of event ids, drawn by the writer (and the test endpoint's caller).
     static let idRandomness = BufferedRandomToken()
 
-    /// `millis` in 8 base62 digits, most significant first; the digits' ASCII order is their
-    /// value order, so the strings sort as the numbers do (until the year 8888).
-    static func sortableMillis(_ millis: Int64) -> String {
+    /// Appends `millis` in 8 base62 digits, most significant first; the digits' ASCII order is
+    /// their value order, so the strings sort as the numbers do (until the year 8888).
+    static func appendSortableMillis(_ millis: Int64, to output: inout [UInt8]) {
         var value = UInt64(max(0, millis))
-        var digits = [UInt8](repeating: SecureRandom.base62[0], count: 8)
-        for index in stride(from: 7, through: 0, by: -1) {
-            digits[index] = SecureRandom.base62[Int(value % 62)]
+        let start = output.count
+        output.append(contentsOf: repeatElement(SecureRandom.base62[0], count: 8))
+        for index in stride(from: start + 7, through: start, by: -1) {
+            output[index] = SecureRandom.base62[Int(value % 62)]
             value /= 62
         }
-        return String(decoding: digits, as: UTF8.self)
     }
 
     /// The body an outbox row sends: the one it was rendered with before migration 0004 when it
@@ -284,23 +289,25 @@ package final class BufferedRandomToken: Sendable {
 
     package init(batch: Int = 512) { self.batch = batch }
 
-    /// `length` characters of ``SecureRandom/base62``, each uniform: ``SecureRandom``'s own
-    /// sampling, served from the buffer.
+    /// `length` characters of ``SecureRandom/base62``, each uniform.
     package func token(length: Int) -> String {
+        var output: [UInt8] = []
+        output.reserveCapacity(length)
+        append(length, to: &output)
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// Appends `count` characters of ``SecureRandom/base62``, each uniform: ``SecureRandom``'s own
+    /// sampling, served from the buffer (no allocation unless it refills).
+    package func append(_ count: Int, to output: inout [UInt8]) {
         state.withLock { state in
-            SecureRandom.token(length: length) { count in
-                var taken: [UInt8] = []
-                taken.reserveCapacity(count)
-                while taken.count < count {
-                    if state.next == state.bytes.count {
-                        state.bytes = SecureRandom.bytes(batch)
-                        state.next = 0
-                    }
-                    let end = min(state.bytes.count, state.next + count - taken.count)
-                    taken += state.bytes[state.next..<end]
-                    state.next = end
+            SecureRandom.appendSymbols(count, of: SecureRandom.base62, to: &output) {
+                if state.next == state.bytes.count {
+                    state.bytes = SecureRandom.bytes(batch)
+                    state.next = 0
                 }
-                return taken
+                state.next += 1
+                return state.bytes[state.next - 1]
             }
         }
     }

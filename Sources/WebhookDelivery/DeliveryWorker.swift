@@ -26,6 +26,10 @@ package final class DeliveryWorker: Sendable {
         /// Records deleted per purge job: small, so the write group carrying it barely notices.
         package var purgeBatch = 500
         package var purgeInterval: Duration = .seconds(60)
+        /// The worker thread's nice value. Deliveries are never urgent to the millisecond, so when
+        /// the cores are busy, requests come first and the backlog is sent in the gaps; on an idle
+        /// machine the value changes nothing.
+        package var niceness: Int32 = 10
         package init() {}
     }
 
@@ -60,6 +64,7 @@ package final class DeliveryWorker: Sendable {
     package func start() {
         running.store(true, ordering: .sequentiallyConsistent)
         NamedThread.detach(name: "buzzkit-webhooks") { [self] in
+            NamedThread.lowerCurrentPriority(to: configuration.niceness)
             var lastPurge: Int64 = 0
             while !stopping.load(ordering: .relaxed) {
                 let sent = runOnce()

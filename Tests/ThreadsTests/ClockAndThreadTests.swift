@@ -57,6 +57,21 @@ import Threads
         #expect(name.withLock { $0 } == "abcdefghijklmn")
     }
 
+    /// Background threads (the webhook worker) yield to request handling; the nice value must
+    /// apply to that thread alone, not to the process.
+    @Test func aThreadLowersItsOwnPriorityOnly() {
+        let before = NamedThread.currentNiceness
+        let target = min(19, before + 5)
+        let seen = PThreadLock<(set: Int32?, read: Int32)?>(nil)
+        NamedThread.start(name: "buzzkit-nice") {
+            let set = NamedThread.lowerCurrentPriority(to: target)
+            seen.withLock { $0 = (set, NamedThread.currentNiceness) }
+        }.join()
+        #expect(seen.withLock { $0 }?.set == target)
+        #expect(seen.withLock { $0 }?.read == target)
+        #expect(NamedThread.currentNiceness == before, "the calling thread keeps its priority")
+    }
+
     @Test func aDetachedThreadRuns() {
         let done = ConditionLock(false)
         NamedThread.detach(name: "detached") {

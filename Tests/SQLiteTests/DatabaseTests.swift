@@ -88,6 +88,31 @@ import Testing
         leaked = nil
     }
 
+    /// The cache's front goes by where the SQL text lives; what it returns must still depend on
+    /// the text alone: the same text in other storage finds the same statement, other text of the
+    /// same length (a string built per call, short strings held inline) never does.
+    @Test(arguments: Location.allCases)
+    func statementCacheGoesByTextWhateverStorageItComesIn(_ location: Location) throws {
+        let db = try location.open(directory)
+        try db.execute("CREATE TABLE t(a INTEGER, b INTEGER)")
+        let baseline = db.openStatementCount
+        let literal = try db.cachedStatement("SELECT a FROM t WHERE a = ?1")
+        for column in ["a", "b", "a", "b"] {
+            // Built at run time: new storage on every pass, and "a"/"b" give texts of equal length.
+            let built = ["SELECT", column, "FROM t WHERE a = ?1"].joined(separator: " ")
+            let statement = try db.cachedStatement(built)
+            #expect(statement.sql == built)
+            #expect((statement === literal) == (column == "a"))
+        }
+        // Short texts live inside the String value; each must still get its own statement.
+        let one = try db.cachedStatement("SELECT 1")
+        let two = try db.cachedStatement("SELECT 2")
+        #expect(one !== two)
+        #expect(try db.cachedStatement(String("SELECT 2".reversed().reversed())) === two)
+        #expect(try db.cachedStatement("SELECT a FROM t WHERE a = ?1") === literal)
+        #expect(db.openStatementCount == baseline + 4)
+    }
+
     @Test(arguments: Location.allCases)
     func executesScriptsAndReportsChanges(_ location: Location) throws {
         let db = try location.open(directory)

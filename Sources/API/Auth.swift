@@ -33,7 +33,7 @@ package struct Authentication: Sendable {
 /// CLI works on its first request.
 ///
 /// Keys are looked up by the token as presented, not by its SHA-256: the hash cost ~9k
-/// instructions a request (callgrind, identify), a tenth of a cached GET. The tokens are in this
+/// instructions a request (callgrind, identify-link), paid again on every hit. The tokens are in this
 /// process's memory anyway while their requests are read; the dictionary's hash is seeded per
 /// process, so which entries share a bucket (and get compared) cannot be steered from outside.
 final class AuthCache: Sendable {

@@ -380,10 +380,6 @@ extension String {
     }
 }
 
-/// The statement cache's key: the SQL text, hashed by its length and 16 sampled bytes instead of
-/// all of it. Hashing the whole text (SipHash over 50–400 bytes, for every statement run) was a
-/// visible share of the writer thread's time. Equality still compares the full text, and the same
-/// literal compares by pointer, so a sampled collision costs one comparison, never a wrong hit.
 /// A front for the statement cache keyed by where the SQL text's bytes live, not by the text.
 ///
 /// SQL comes from string literals and `static let`s, so the same call site passes the same
@@ -422,6 +418,10 @@ struct RecentStatements {
     }
 }
 
+/// The statement cache's key: the SQL text, hashed by its length and 16 sampled bytes instead of
+/// all of it. Hashing the whole text (SipHash over 50–400 bytes, for every statement run) was a
+/// visible share of the writer thread's time. Equality still compares the full text, and the same
+/// literal compares by pointer, so a sampled collision costs one comparison, never a wrong hit.
 struct StatementKey: Hashable {
     let sql: String
 

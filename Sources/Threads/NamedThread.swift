@@ -41,20 +41,21 @@ package struct NamedThread: Sendable {
     package var isCurrent: Bool { pthread_equal(thread, pthread_self()) != 0 }
 
     /// Lowers the calling thread's scheduling priority to `niceness` (0 normal … 19 lowest), for
-    /// background work that must yield the cores to request handling when both want them. On Linux
-    /// a nice value belongs to a thread, and `setpriority(PRIO_PROCESS, 0, …)` sets the calling
+    /// background work that must yield the cores to request handling when both want them; a thread
+    /// already at a lower priority (the whole server started with `nice`) stays there. On Linux a
+    /// nice value belongs to a thread, and `setpriority(PRIO_PROCESS, 0, …)` sets the calling
     /// thread's. Returns the niceness the thread now has, or nil when the call failed (the thread
     /// then runs as before).
     @discardableResult
     package static func lowerCurrentPriority(to niceness: Int32) -> Int32? {
-        guard setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, niceness) == 0 else { return nil }
+        let target = max(currentNiceness, niceness)
+        guard setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, target) == 0 else { return nil }
         return currentNiceness
     }
 
     /// The calling thread's nice value.
     package static var currentNiceness: Int32 {
-        errno = 0
-        return getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
+        getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
     }
 
     /// The calling thread's name, as the kernel keeps it.

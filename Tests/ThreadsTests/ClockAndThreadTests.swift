@@ -62,13 +62,17 @@ import Threads
     @Test func aThreadLowersItsOwnPriorityOnly() {
         let before = NamedThread.currentNiceness
         let target = min(19, before + 5)
-        let seen = PThreadLock<(set: Int32?, read: Int32)?>(nil)
+        let seen = PThreadLock<(set: Int32?, read: Int32, again: Int32?)?>(nil)
         NamedThread.start(name: "buzzkit-nice") {
             let set = NamedThread.lowerCurrentPriority(to: target)
-            seen.withLock { $0 = (set, NamedThread.currentNiceness) }
+            let read = NamedThread.currentNiceness
+            // Asked for a higher priority than it has, the thread stays where it is.
+            let again = NamedThread.lowerCurrentPriority(to: before)
+            seen.withLock { $0 = (set, read, again) }
         }.join()
         #expect(seen.withLock { $0 }?.set == target)
         #expect(seen.withLock { $0 }?.read == target)
+        #expect(seen.withLock { $0 }?.again == target)
         #expect(NamedThread.currentNiceness == before, "the calling thread keeps its priority")
     }
 

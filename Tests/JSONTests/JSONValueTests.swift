@@ -67,6 +67,24 @@ import Testing
         #expect(object.keys.first == "k1")
     }
 
+    /// A literal is appended as written (no lookups); past the index threshold it must still
+    /// answer lookups, replacements and new keys through the index.
+    @Test func largeLiteralsAnswerThroughTheirIndex() {
+        var object: JSONObject = [
+            "a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6, "g": 7, "h": 8, "i": 9, "j": 10,
+            "k": 11, "l": 12, "m": 13, "n": 14, "o": 15, "p": 16, "q": 17, "r": 18,
+        ]
+        #expect(object.count == 18)
+        #expect(object["r"] == 18)
+        #expect(object["a"] == 1)
+        object["q"] = "replaced"
+        object["s"] = 19
+        #expect(object.count == 19)
+        #expect(object["q"] == "replaced")
+        #expect(object.keys.suffix(3) == ["q", "r", "s"])
+        #expect(JSONValue.object(["z": 1, "y": [2, 3]]).jsonString == #"{"z":1,"y":[2,3]}"#)
+    }
+
     @Test func equalityIgnoresMemberOrder() {
         let a: JSONValue = ["x": 1, "y": [true]]
         let b: JSONValue = ["y": [true], "x": 1]

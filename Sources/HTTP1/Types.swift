@@ -77,6 +77,8 @@ package struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, 
 
     /// ASCII case-insensitive comparison; field names are tokens, so ASCII is all there is.
     package static func namesEqual(_ a: String, _ b: String) -> Bool {
+        // Most names compared differ in length; `utf8.count` knows that without reaching the bytes.
+        guard a.utf8.count == b.utf8.count else { return false }
         var a = a
         var b = b
         return a.withUTF8 { x in b.withUTF8 { y in asciiCaseInsensitiveEqual(x, y) } }

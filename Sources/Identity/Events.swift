@@ -7,6 +7,13 @@ package enum EventRules {
     /// Longest event name and client id.
     package static let maxNameLength = 128
     package static let maxIDLength = 128
+
+    /// Whether `text` has at most `limit` characters. A character takes at least one UTF-8 byte,
+    /// so a text of at most `limit` bytes fits without counting characters, which walks the
+    /// grapheme clusters (~360 instructions for a short id, twice per event).
+    static func fits(_ text: String, _ limit: Int) -> Bool {
+        text.utf8.count <= limit || text.count <= limit
+    }
     /// `$` names the app may send; every other `$` name is the server's.
     package static let appSystemEvents: Set<String> = ["$session.start", "$session.end"]
 
@@ -27,13 +34,13 @@ package enum EventRules {
                     details: ["index": .number(String(index))])
             }
             guard let object = value.objectValue else { throw invalid("must be an object.") }
-            guard let id = object["id"]?.stringValue, !id.isEmpty, id.count <= maxIDLength else {
+            guard let id = object["id"]?.stringValue, !id.isEmpty, Self.fits(id, maxIDLength) else {
                 throw invalid("'id' must be a string of 1 to \(maxIDLength) characters.")
             }
             // The server's own events ($subscriber.merged) use `$` ids; a client id there could
             // take one's place and suppress it.
             if id.hasPrefix("$") { throw invalid("'id' values starting with $ belong to the server.") }
-            guard let name = object["name"]?.stringValue, !name.isEmpty, name.count <= maxNameLength else {
+            guard let name = object["name"]?.stringValue, !name.isEmpty, Self.fits(name, maxNameLength) else {
                 throw invalid("'name' must be a string of 1 to \(maxNameLength) characters.")
             }
             if name.hasPrefix("$") && !appSystemEvents.contains(name) {
@@ -51,8 +58,11 @@ package enum EventRules {
                 guard raw.objectValue != nil else { throw invalid("'properties' must be an object.") }
                 properties = raw.jsonString
             }
-            for key in object.keys where !["id", "name", "timestamp", "properties"].contains(key) {
-                throw invalid("unknown field '\(key)'.")
+            for key in object.keys {
+                switch key {
+                case "id", "name", "timestamp", "properties": continue
+                default: throw invalid("unknown field '\(key)'.")
+                }
             }
             result.append(
                 NewEvent(

@@ -148,6 +148,11 @@ import Testing
         #expect(code(Array(repeating: ["id": "x", "name": "n"], count: 500)) == nil)
         #expect(code([["id": "1", "name": "$subscriber.merged"]]) == "invalid_event")
         #expect(code([["id": "1", "name": .string(String(repeating: "n", count: 129))]]) == "invalid_event")
+        // Limits count characters, not bytes: 128 two-byte characters fit (256 bytes), 129 do not.
+        #expect(code([["id": .string(String(repeating: "é", count: 128)), "name": "n"]]) == nil)
+        #expect(code([["id": .string(String(repeating: "é", count: 129)), "name": "n"]]) == "invalid_event")
+        #expect(code([["id": "1", "name": .string(String(repeating: "é", count: 128))]]) == nil)
+        #expect(code([["id": "1", "name": .string(String(repeating: "é", count: 129))]]) == "invalid_event")
         #expect(code([["id": "", "name": "n"]]) == "invalid_event")
         #expect(code([["id": "1", "name": "n", "timestamp": "yesterday"]]) == "invalid_event")
         #expect(code([["id": "1", "name": "n", "properties": [1]]]) == "invalid_event")

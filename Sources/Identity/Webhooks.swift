@@ -48,6 +48,20 @@ package struct WebhookEndpointRecord: Sendable, Equatable {
     }
 }
 
+extension WebhookEndpointRecord {
+    /// `events` as both stores keep it: `*`, or the types between commas (`,a,b,`), so that a
+    /// search for `,type,` in SQL matches exactly one type.
+    package var storedEvents: String {
+        guard let events else { return "*" }
+        return "," + events.joined(separator: ",") + ","
+    }
+
+    /// The types of a stored filter (``storedEvents``); nil for `*`, every type.
+    package static func events(stored filter: String) -> [String]? {
+        filter == "*" ? nil : filter.split(separator: ",").map(String.init)
+    }
+}
+
 /// One delivery attempt as listed by `GET /v1/webhooks/{id}/deliveries`.
 package struct WebhookDeliveryRecord: Sendable, Equatable {
     package var key: Int64

@@ -48,7 +48,7 @@ extension PostgresContext {
         let events = try row.string(4)
         return WebhookEndpointRecord(
             key: try row.int(0), id: try row.string(1), tenantID: try row.string(2), url: try row.string(3),
-            events: events == "*" ? nil : events.split(separator: ",").map(String.init),
+            events: WebhookEndpointRecord.events(stored: events),
             description: try row.optionalString(5), secret: try row.string(6), enabled: try row.bool(7),
             createdAt: Timestamp(millis: try row.int(8)))
     }
@@ -114,7 +114,7 @@ extension PostgresContext {
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING key
                 """,
                 [
-                    e.id, e.tenantID, e.url, e.events.map { "," + $0.joined(separator: ",") + "," } ?? "*",
+                    e.id, e.tenantID, e.url, e.storedEvents,
                     e.description, e.secret, e.enabled, e.createdAt.millis,
                 ])?.int(0)
         else { throw PostgresStoreError.undecodable("webhook_endpoints.key", "no row returned") }

@@ -69,16 +69,10 @@ extension SQLiteContext {
         return WebhookEndpointRecord(
             key: try required(row.int(0), table, "key"), id: try required(row.string(1), table, "id"),
             tenantID: try required(row.string(2), table, "tenant_id"), url: try required(row.string(3), table, "url"),
-            events: events == "*" ? nil : events.split(separator: ",").map(String.init),
-            description: row.string(5), secret: try required(row.string(6), table, "secret"),
+            events: WebhookEndpointRecord.events(stored: events), description: row.string(5),
+            secret: try required(row.string(6), table, "secret"),
             enabled: try required(row.bool(7), table, "enabled"),
             createdAt: Timestamp(millis: try required(row.int(8), table, "created_at")))
-    }
-
-    /// `*`, or the types between commas (`,a,b,`) so `instr(events, ',type,')` matches one exactly.
-    static func storedFilter(_ events: [String]?) -> String {
-        guard let events else { return "*" }
-        return "," + events.joined(separator: ",") + ","
     }
 
     func webhookEndpoints(tenantID: String, afterKey: Int64, limit: Int) throws -> [WebhookEndpointRecord] {
@@ -134,7 +128,9 @@ extension SQLiteContext {
         ) { row in
             WebhookFilterCache.Endpoint(
                 key: try required(row.int(at: 0), "webhook_endpoints", "key"),
-                filter: try required(row.string(at: 1), "webhook_endpoints", "events"))
+                types: WebhookEndpointRecord.events(
+                    stored: try required(row.string(at: 1), "webhook_endpoints", "events")
+                ).map(Set.init))
         }
         cache.store(endpoints, tenantID: tenantID)
         return endpoints
@@ -202,7 +198,7 @@ extension SQLiteContext {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             """,
             [
-                e.id, e.tenantID, e.url, Self.storedFilter(e.events), e.description, e.secret, e.enabled,
+                e.id, e.tenantID, e.url, e.storedEvents, e.description, e.secret, e.enabled,
                 e.createdAt.millis,
             ])
         webhookFilters?.endpointsChanged()
@@ -286,11 +282,12 @@ extension SQLiteContext {
 final class WebhookFilterCache: Sendable {
     struct Endpoint: Sendable {
         var key: Int64
-        /// `*` or `,type,type,` as stored.
-        var filter: String
+        /// The types it wants; nil for every type. A set decoded once when the cache fills: the
+        /// stored `,type,` string was searched with a new needle string per event.
+        var types: Set<String>?
 
         func wants(_ type: String) -> Bool {
-            filter == "*" || filter.contains("," + type + ",")
+            types?.contains(type) ?? true
         }
     }
 

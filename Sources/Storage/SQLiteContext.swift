@@ -14,6 +14,9 @@ struct SQLiteContext: IdentityWriteContext {
     var onAuthChange: (() -> Void)? = nil
     /// The writer's cache of enabled webhook filters; nil on readers, which query.
     var webhookFilters: WebhookFilterCache? = nil
+    /// The writer's outbox: this job's events and the delivery keys; nil on readers and on
+    /// contexts made outside the store's writer, which write each event's row at once.
+    var outbox: OutboxWriter? = nil
 
     // MARK: - Tenancy
 

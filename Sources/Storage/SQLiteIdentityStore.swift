@@ -27,6 +27,8 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
     private let purge: RetiredPurge
     /// Each tenant's enabled webhook filters, for the writer's "is this event wanted" probe.
     private let webhookFilters: WebhookFilterCache
+    /// The writer's outbox buffer and delivery keys.
+    private let outbox = OutboxWriter()
     /// Snapshots by the id they were read for; nil when configured off.
     private let snapshots: SnapshotCache?
     /// Told after a write to workspaces, tenants or keys commits, before its completion runs.
@@ -124,12 +126,14 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
         let (purge, observers, onError, filters) = (self.purge, authObservers, self.onError, self.webhookFilters)
+        let outbox = self.outbox
         let authChanged = AuthChangeFlag()
         writer.submit({ db in
-            try body(
+            try Self.job(
+                body,
                 SQLiteContext(
                     db: db, onRetire: purge.request, onSkipped: onError, onAuthChange: authChanged.set,
-                    webhookFilters: filters))
+                    webhookFilters: filters, outbox: outbox))
         }) { result in
             if authChanged.isSet { observers.notify() }
             completion(result.mapError { error in (error as? SQLiteError).map(Self.domainError) ?? error })
@@ -156,15 +160,24 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
 
     /// Blocking write, for the CLI and tests.
     package func write<T: Sendable>(_ body: @escaping @Sendable (any IdentityWriteContext) throws -> T) throws -> T {
-        let (purge, onError, filters) = (self.purge, self.onError, self.webhookFilters)
+        let (purge, onError, filters, outbox) = (self.purge, self.onError, self.webhookFilters, self.outbox)
         let authChanged = AuthChangeFlag()
         defer { if authChanged.isSet { authObservers.notify() } }
         return try writer.write { db in
-            try body(
+            try Self.job(
+                body,
                 SQLiteContext(
                     db: db, onRetire: purge.request, onSkipped: onError, onAuthChange: authChanged.set,
-                    webhookFilters: filters))
+                    webhookFilters: filters, outbox: outbox))
         }
+    }
+
+    /// One write job: `body`, then the outbox rows of the events it queued, inside its savepoint.
+    private static func job<T>(_ body: (any IdentityWriteContext) throws -> T, _ ctx: SQLiteContext) throws -> T {
+        ctx.outbox?.startJob()
+        let result = try body(ctx)
+        try ctx.flushOutbox()
+        return result
     }
 
     // MARK: - Lifecycle, auth changes

@@ -2,6 +2,7 @@ import API
 import Dispatch
 import Foundation
 import Identity
+import SQLite
 import Storage
 import Synchronization
 import TestSupport
@@ -44,9 +45,12 @@ private final class ScriptedTransport: DeliveryTransport {
         return (app, tenant, try #require(id))
     }
 
-    private func worker(_ app: InProcessApp, _ transport: ScriptedTransport, schedule: [Int]) -> DeliveryWorker {
+    private func worker(_ app: InProcessApp, _ transport: ScriptedTransport, schedule: [Int], batchSize: Int = 32)
+        -> DeliveryWorker
+    {
         var configuration = DeliveryWorker.Configuration()
         configuration.retryScheduleSeconds = schedule
+        configuration.batchSize = batchSize
         configuration.jitter = 0.1
         configuration.destinations = DestinationPolicy(allowPrivateNetworks: true)
         let clock = app.clock
@@ -149,6 +153,75 @@ private final class ScriptedTransport: DeliveryTransport {
         // A disabled endpoint no longer wants events.
         #expect(try app.send("PUT", "/v1/subscribers/g3", json: [:], headers: tenant.backend).status == 201)
         #expect(try app.store.read { try $0.pendingWebhookDeliveryCount() } == 0)
+    }
+
+    /// Identify's link writes two events in one job (on SQLite, one outbox row for both). A batch
+    /// that takes only one of them leaves the other pending; each keeps its delivery id from the
+    /// moment it is listed as pending until it is recorded, and pages never show one twice.
+    @Test(arguments: StoreKind.available) func aJobsEventsKeepTheirIdsWhenABatchTakesOnlySomeOfThem(
+        _ store: StoreKind
+    ) throws {
+        let (app, tenant, id) = try setUp(store)
+        defer { app.close() }
+        let anonymous = "anon_" + String(repeating: "k", count: 21)
+        let identified = try app.send(
+            "POST", "/v1/identify", json: ["externalId": "kept-ids", "anonymousId": anonymous], headers: tenant.app)
+        #expect(identified.status == 200)
+        func listed() throws -> [(id: String, type: String, status: String)] {
+            try deliveries(app, tenant, id).map {
+                ($0["id"] as? String ?? "", $0["type"] as? String ?? "", $0["status"] as? String ?? "")
+            }
+        }
+        func paged() throws -> [String] {
+            var ids: [String] = []
+            var cursor: String?
+            repeat {
+                let path = "/v1/webhooks/\(id)/deliveries?limit=1" + (cursor.map { "&cursor=\($0)" } ?? "")
+                let page = try app.send("GET", path, headers: tenant.backend).data
+                ids += ((page?["deliveries"] as? [[String: Any]]) ?? []).compactMap { $0["id"] as? String }
+                cursor = page?["nextCursor"] as? String
+            } while cursor != nil && ids.count < 10
+            return ids
+        }
+        // On SQLite the job wrote one outbox row holding both events, and nothing else yet.
+        func outboxRows() throws -> [Int64]? {
+            guard store == .sqlite else { return nil }
+            let db = try Database(path: app.database)
+            defer { db.close() }
+            return try db.query("SELECT key - first_key + 1 FROM webhook_outbox").compactMap { $0.int(0) }
+        }
+        #expect(try outboxRows() ?? [2] == [2])
+        let before = try listed()
+        #expect(before.map(\.status) == ["pending", "pending"])
+        #expect(Set(before.map(\.type)) == ["subscriber.created", "subscriber.merged"])
+        #expect(Set(before.map(\.id)).count == 2)
+        #expect(try paged() == before.map(\.id))
+
+        let transport = ScriptedTransport([])
+        let worker = worker(app, transport, schedule: [1], batchSize: 1)
+        #expect(worker.runOnce() == 1)
+        let half = try listed()
+        #expect(half.map(\.id) == before.map(\.id), "each attempt keeps the id it was listed with")
+        #expect(half.map(\.status).sorted() == ["pending", "succeeded"])
+        #expect(try paged() == before.map(\.id))
+        #expect(try app.store.read { try $0.pendingWebhookDeliveryCount() } == 1)
+        #expect(try outboxRows() ?? [2] == [2], "the row stays until its last event is recorded")
+
+        #expect(worker.runOnce() == 1)
+        #expect(worker.runOnce() == 0, "nothing is sent twice")
+        let after = try listed()
+        #expect(after.map(\.id) == before.map(\.id))
+        #expect(after.map(\.status) == ["succeeded", "succeeded"])
+        #expect(try outboxRows() ?? [] == [])
+        #expect(try app.store.read { try $0.pendingWebhookDeliveryCount() } == 0)
+        let sent = transport.sent.withLock { $0 }
+        #expect(Set(sent.map { $0.headers["webhook-id"] ?? "" }).count == 2)
+        // An event still waiting goes with its endpoint.
+        #expect(try app.send("PUT", "/v1/subscribers/kept-2", json: [:], headers: tenant.backend).status == 201)
+        #expect(try app.store.read { try $0.pendingWebhookDeliveryCount() } == 1)
+        #expect(try app.send("DELETE", "/v1/webhooks/\(id)", headers: tenant.backend).status == 200)
+        #expect(try app.store.read { try $0.pendingWebhookDeliveryCount() } == 0)
+        #expect(try outboxRows() ?? [] == [])
     }
 
     @Test(arguments: StoreKind.available) func aClaimKeepsOtherWorkersOffUntilItsLeaseEnds(_ store: StoreKind) throws {

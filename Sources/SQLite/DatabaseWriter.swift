@@ -82,6 +82,11 @@ package final class DatabaseWriter: Sendable {
     ///   - onCommit: Called on the writer thread after each successful group commit, before the
     ///     group's completions, with the number of jobs in it and how long `COMMIT` took (metrics).
     ///   - setUp: Runs once on the writer's connection before any job (functions, temp triggers).
+    ///   - afterJob: Called on the writer thread after each job's savepoint ended: `true` when its
+    ///     work stays in the group, `false` when it was rolled back.
+    ///   - beforeCommit: Runs on the writer thread after a group's last job, in its transaction and
+    ///     outside every job's savepoint, before `COMMIT`: work that belongs to the whole group
+    ///     (the webhook outbox's rows). If it throws, the group rolls back and every job fails.
     ///   - afterGroup: Called on the writer thread when a group's transaction ended, committed or
     ///     not, before any of its completions: what it does is seen by every caller the group answers.
     ///   - onError: Told of every failure no job sees: the writer's PRAGMAs, checkpoints.
@@ -89,6 +94,8 @@ package final class DatabaseWriter: Sendable {
         path: String, options: Database.Options = .init(), maxBatch: Int = 256,
         onCommit: (@Sendable (_ batchSize: Int, _ commitDuration: Duration) -> Void)? = nil,
         setUp: ((Database) throws -> Void)? = nil,
+        afterJob: (@Sendable (_ kept: Bool) -> Void)? = nil,
+        beforeCommit: (@Sendable (Database) throws -> Void)? = nil,
         afterGroup: (@Sendable () -> Void)? = nil,
         onError: DatabaseErrorHandler? = nil
     ) throws {
@@ -110,7 +117,8 @@ package final class DatabaseWriter: Sendable {
         NamedThread.detach(name: "db-writer") {
             WriterLoop(
                 database: transfer.value, shared: shared, deliveries: deliveries, maxBatch: maxBatch,
-                onCommit: onCommit, afterGroup: afterGroup, onError: onError, commits: commitsCounter
+                onCommit: onCommit, afterJob: afterJob, beforeCommit: beforeCommit, afterGroup: afterGroup,
+                onError: onError, commits: commitsCounter
             ).run()
         }
     }
@@ -286,6 +294,8 @@ package final class DatabaseWriter: Sendable {
         let deliveries: ConditionLock<Deliveries>
         let maxBatch: Int
         let onCommit: (@Sendable (Int, Duration) -> Void)?
+        let afterJob: (@Sendable (Bool) -> Void)?
+        let beforeCommit: (@Sendable (Database) throws -> Void)?
         let afterGroup: (@Sendable () -> Void)?
         let onError: DatabaseErrorHandler?
         let commits: Commits
@@ -363,6 +373,7 @@ package final class DatabaseWriter: Sendable {
             completions.reserveCapacity(jobs.count)
             for index in jobs.indices {
                 let (complete, error) = jobs[index].run(database)
+                afterJob?(error == nil)
                 completions.append(complete)
                 if !database.isInTransaction {
                     // SQLite rolled back the whole transaction (https://www.sqlite.org/lang_transaction.html,
@@ -373,8 +384,10 @@ package final class DatabaseWriter: Sendable {
                     return (jobs[(index + 1)...], false)
                 }
             }
-            let start = monotonicNanoseconds()
+            var start: UInt64 = 0
             do {
+                try beforeCommit?(database)
+                start = monotonicNanoseconds()
                 try database.execute("COMMIT TRANSACTION", [])
             } catch {
                 database.rollbackIgnoringErrors()

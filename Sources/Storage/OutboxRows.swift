@@ -68,44 +68,78 @@ enum OutboxRowText {
     private static let newline = UInt8(ascii: "\n")
 }
 
-/// The SQLite store's outbox on its writer (bench/README.md, "Webhook outbox"). Two things that
-/// belong to the one writer connection:
+/// The SQLite store's outbox on its writer (bench/README.md, "Webhook outbox"). What it holds
+/// belongs to the one writer connection and is touched only on its thread:
 ///
-/// - **The job's events.** A write job's events wait here, by endpoint, and are written when the
-///   job ends (inside its savepoint) as one `webhook_outbox` row per endpoint: identify's
-///   `subscriber.created` and `subscriber.merged` cost one insert, not two. Jobs run one at a time
-///   on the writer's thread, so one buffer serves them all; each job starts it empty.
+/// - **The group's events.** A job's events wait here by endpoint. When the job's savepoint is
+///   released they join its group's; when it rolls back they are dropped. Just before the group
+///   commits they are written as one `webhook_outbox` row per endpoint (at most
+///   ``eventsPerRow`` events each): one insert for a whole group's identifies, where every event
+///   was an insert of its own.
 /// - **Delivery keys.** Every attempt's key (its `dlv_` id) is handed out here, so an event has its
 ///   key while it waits in the outbox and keeps it when its first attempt is recorded in
 ///   `webhook_deliveries`. Keys are never reused: the next is one past the largest in either
 ///   table when the writer first needs one, then counted in memory (a rolled-back group leaves a gap).
+/// - **The last rows read**, decoded: outbox rows never change once written, and the worker
+///   records a batch's attempts one by one, most of them from the same row.
 final class OutboxWriter: Sendable {
+    /// Events by endpoint, in order of the endpoint's first event.
+    typealias Buffer = [(endpointKey: Int64, events: [OutboxEvent])]
+
+    /// Most events in one outbox row: a row is decoded whole whenever one of its events is
+    /// claimed or recorded.
+    static let eventsPerRow = 64
+
+    struct DecodedRow: Sendable {
+        var key: Int64
+        var firstKey: Int64
+        var endpointKey: Int64
+        var events: [OutboxEvent]
+    }
+
     private struct State {
-        var pending: [(endpointKey: Int64, events: [OutboxEvent])] = []
+        var job: Buffer = []
+        var group: Buffer = []
         var lastKey: Int64?
+        var decoded: [DecodedRow] = []
     }
     private let state = Mutex(State())
 
-    /// A job starts: whatever a failed job left is dropped (its savepoint rolled back).
-    func startJob() {
-        state.withLock { $0.pending.removeAll(keepingCapacity: true) }
+    func append(_ event: OutboxEvent, endpointKey: Int64) {
+        state.withLock { Self.add([event], endpointKey: endpointKey, to: &$0.job) }
     }
 
-    func append(_ event: OutboxEvent, endpointKey: Int64) {
+    /// A job's savepoint ended: its events join the group's if its work was kept.
+    func jobEnded(kept: Bool) {
         state.withLock { state in
-            if let index = state.pending.firstIndex(where: { $0.endpointKey == endpointKey }) {
-                state.pending[index].events.append(event)
-            } else {
-                state.pending.append((endpointKey, [event]))
+            if kept {
+                for (endpointKey, events) in state.job { Self.add(events, endpointKey: endpointKey, to: &state.group) }
             }
+            state.job.removeAll(keepingCapacity: true)
         }
     }
 
-    /// The events waiting, by endpoint in order of first use; the buffer is left empty.
-    func take() -> [(endpointKey: Int64, events: [OutboxEvent])] {
+    /// The group's events, by endpoint; the buffer is left empty.
+    func takeGroup() -> Buffer {
         state.withLock { state in
-            defer { state.pending.removeAll(keepingCapacity: true) }
-            return state.pending
+            defer { state.group.removeAll(keepingCapacity: true) }
+            return state.group
+        }
+    }
+
+    /// The group ended, committed or rolled back: nothing of it is left here.
+    func groupEnded() {
+        state.withLock { state in
+            state.job.removeAll(keepingCapacity: true)
+            state.group.removeAll(keepingCapacity: true)
+        }
+    }
+
+    private static func add(_ events: [OutboxEvent], endpointKey: Int64, to buffer: inout Buffer) {
+        if let index = buffer.firstIndex(where: { $0.endpointKey == endpointKey }) {
+            buffer[index].events.append(contentsOf: events)
+        } else {
+            buffer.append((endpointKey, events))
         }
     }
 
@@ -126,5 +160,17 @@ final class OutboxWriter: Sendable {
             """
         ) { $0.int(at: 0) }
         return (largest ?? nil) ?? 0
+    }
+
+    /// A row decoded earlier, if it is among the last few.
+    func decodedRow(key: Int64) -> DecodedRow? {
+        state.withLock { state in state.decoded.first { $0.key == key } }
+    }
+
+    func keepDecoded(_ row: DecodedRow) {
+        state.withLock { state in
+            if state.decoded.count >= 4 { state.decoded.removeFirst() }
+            state.decoded.append(row)
+        }
     }
 }

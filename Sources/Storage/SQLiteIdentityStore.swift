@@ -67,16 +67,22 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
             }
             afterGroup = { cache.invalidate(changes.take()) }
         }
-        // The webhook filter cache learns of each group's end, committed or not (see its rules).
-        let filters = webhookFilters
+        // The webhook filter cache and the outbox learn of each group's end, committed or not (see
+        // their rules). The outbox keeps the events of the jobs whose work stays, and writes them
+        // just before the group commits.
+        let (filters, outbox) = (webhookFilters, self.outbox)
         let snapshotsAfterGroup = afterGroup
         afterGroup = {
             snapshotsAfterGroup?()
             filters.groupEnded()
+            outbox.groupEnded()
         }
         writer = try DatabaseWriter(
             path: configuration.path, options: options, maxBatch: configuration.maxWriteBatch, onCommit: onCommit,
-            setUp: setUp, afterGroup: afterGroup, onError: onError)
+            setUp: setUp, afterJob: { kept in outbox.jobEnded(kept: kept) },
+            beforeCommit: { db in try SQLiteContext(db: db, webhookFilters: filters, outbox: outbox).writeGroupOutbox()
+            },
+            afterGroup: afterGroup, onError: onError)
         var readOptions = options
         readOptions.readOnly = true
         readers = try DatabaseReaderPool(
@@ -129,8 +135,7 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
         let outbox = self.outbox
         let authChanged = AuthChangeFlag()
         writer.submit({ db in
-            try Self.job(
-                body,
+            try body(
                 SQLiteContext(
                     db: db, onRetire: purge.request, onSkipped: onError, onAuthChange: authChanged.set,
                     webhookFilters: filters, outbox: outbox))
@@ -164,20 +169,11 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
         let authChanged = AuthChangeFlag()
         defer { if authChanged.isSet { authObservers.notify() } }
         return try writer.write { db in
-            try Self.job(
-                body,
+            try body(
                 SQLiteContext(
                     db: db, onRetire: purge.request, onSkipped: onError, onAuthChange: authChanged.set,
                     webhookFilters: filters, outbox: outbox))
         }
-    }
-
-    /// One write job: `body`, then the outbox rows of the events it queued, inside its savepoint.
-    private static func job<T>(_ body: (any IdentityWriteContext) throws -> T, _ ctx: SQLiteContext) throws -> T {
-        ctx.outbox?.startJob()
-        let result = try body(ctx)
-        try ctx.flushOutbox()
-        return result
     }
 
     // MARK: - Lifecycle, auth changes

@@ -122,6 +122,54 @@ import Testing
         writer.close()
     }
 
+    /// The group hooks: `afterJob` tells which jobs' work stayed, `beforeCommit` writes inside the
+    /// group's transaction after its last job, and a `beforeCommit` that throws fails the group.
+    @Test func groupHooksSeeEachJobsFateAndWriteBeforeTheCommit() throws {
+        let kept = Mutex<[Bool]>([])
+        let refuse = Atomic<Bool>(false)
+        let writer = try DatabaseWriter(
+            path: path, afterJob: { job in kept.withLock { $0.append(job) } },
+            beforeCommit: { db in
+                if refuse.load(ordering: .relaxed) { throw TestError(tag: "before commit") }
+                try db.execute("INSERT INTO t(v) VALUES ((SELECT (count(*) FILTER (WHERE v >= 100) + 1) * 100 FROM t))")
+            })
+        try writer.write { db in try db.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, v INTEGER NOT NULL UNIQUE)") }
+        kept.withLock { $0 = [] }
+        func group(_ values: [Int]) -> [Int: Result<Void, any Error>] {
+            let results = Mutex<[Int: Result<Void, any Error>]>([:])
+            let done = DispatchGroup()
+            let gate = holdWriter(writer)
+            for value in values {
+                done.enter()
+                writer.submit(
+                    { db in
+                        try db.execute("INSERT INTO t(v) VALUES (?)", [value])
+                        if value < 0 { throw TestError(tag: "refused") }
+                    },
+                    completion: { result in
+                        results.withLock { $0[value] = result }
+                        done.leave()
+                    })
+            }
+            gate.signal()
+            _ = done.wait(timeout: .now() + 10)
+            return results.withLock { $0 }
+        }
+        _ = group([1, -2, 3])
+        // The holding job, then the group's three: the second rolled back.
+        #expect(kept.withLock { $0 } == [true, true, false, true])
+        let path = path
+        let rows = { try Database(path: path).query("SELECT v FROM t ORDER BY v").map { $0.int(0)! } }
+        // The jobs' rows, then one row per committed group from the hook (three groups so far:
+        // the table's creation, the holding job, the group of 1, -2 and 3).
+        #expect(try rows() == [1, 3, 100, 200, 300])
+        refuse.store(true, ordering: .relaxed)
+        let failed = group([5, 6])
+        #expect(failed.count == 2 && failed.values.allSatisfy { if case .failure = $0 { true } else { false } })
+        #expect(try rows() == [1, 3, 100, 200, 300], "the group's work rolled back with it")
+        writer.close()
+    }
+
     @Test func completionsRunOnlyAfterCommit() throws {
         let writer = try makeWriter()
         let readers = try DatabaseReaderPool(path: path, count: 1)

@@ -7,6 +7,7 @@ import Storage
 import Synchronization
 import TestSupport
 import Testing
+import Threads
 import WebhookDelivery
 import WebhookSigning
 
@@ -222,6 +223,70 @@ private final class ScriptedTransport: DeliveryTransport {
         #expect(try app.send("DELETE", "/v1/webhooks/\(id)", headers: tenant.backend).status == 200)
         #expect(try app.store.read { try $0.pendingWebhookDeliveryCount() } == 0)
         #expect(try outboxRows() ?? [] == [])
+    }
+
+    /// On SQLite the events of a write group are written together just before it commits. Only
+    /// the jobs whose work stayed count; an endpoint deleted or disabled in the same group gets
+    /// nothing pending. The writer is held in a first job so the next ones queue into one group.
+    @Test(arguments: StoreKind.available) func aGroupQueuesTheEventsOfTheJobsItKeepsOnly(_ store: StoreKind) throws {
+        let (app, tenant, id) = try setUp(store)
+        defer { app.close() }
+        let second = try app.send(
+            "POST", "/v1/webhooks", json: ["url": "http://127.0.0.1:9/second"], headers: tenant.backend)
+        let secondID = try #require((second.data?["webhook"] as? [String: Any])?["id"] as? String)
+        let (tenantID, now) = (tenant.id, app.clock.now())
+        let keys = try [id, secondID].map { endpoint in
+            try #require(try app.store.read { try $0.webhookEndpoint(tenantID: tenantID, id: endpoint) }).key
+        }
+        struct Refused: Error {}
+        func group(_ jobs: [(eventID: String, then: @Sendable (any IdentityWriteContext) throws -> Void)]) {
+            let (gate, done) = (Semaphore(), Semaphore())
+            app.store.write({ _ in gate.wait() }) { _ in done.signal() }
+            for job in jobs {
+                app.store.write({ ctx in
+                    _ = try ctx.enqueueWebhookEvent(
+                        id: job.eventID, tenantID: tenantID, type: "subscriber.created",
+                        data: #"{"subscriberId":"grouped"}"#, now: now, endpointKey: nil)
+                    try job.then(ctx)
+                }) { _ in done.signal() }
+            }
+            gate.signal()
+            for _ in 0...jobs.count { done.wait() }
+        }
+        // Each event goes to both endpoints; the refused job's to neither.
+        group([("evt_kept_1", { _ in }), ("evt_refused", { _ in throw Refused() }), ("evt_kept_2", { _ in })])
+        #expect(try app.store.read { try $0.pendingWebhookDeliveryCount() } == 4)
+        if store == .sqlite {
+            let db = try Database(path: app.database)
+            defer { db.close() }
+            let rows = try db.query("SELECT key - first_key + 1 FROM webhook_outbox").compactMap { $0.int(0) }
+            #expect(rows == [2, 2], "one row per endpoint for the whole group")
+        }
+        let transport = ScriptedTransport([])
+        #expect(worker(app, transport, schedule: [1]).runOnce() == 4)
+        let sent = transport.sent.withLock { $0 }.map { $0.headers["webhook-id"] ?? "" }
+        #expect(sent.sorted() == ["evt_kept_1", "evt_kept_1", "evt_kept_2", "evt_kept_2"])
+
+        // The second endpoint is deleted by the job that queued the event: the first alone gets it.
+        group([("evt_deleted", { ctx in try ctx.deleteWebhookEndpoint(key: keys[1]) })])
+        #expect(try app.store.read { try $0.pendingWebhookDeliveryCount() } == 1)
+        // The first is disabled in the next job of the group: its waiting events fail, both.
+        group([
+            ("evt_disabled", { _ in }),
+            ("evt_after", { ctx in try ctx.disableWebhookEndpoint(key: keys[0], now: now) }),
+        ])
+        #expect(try app.store.read { try $0.pendingWebhookDeliveryCount() } == 0)
+        let listed = try deliveries(app, tenant, id)
+        #expect(
+            Set(listed.prefix(3).compactMap { $0["eventId"] as? String }) == [
+                "evt_after", "evt_disabled", "evt_deleted",
+            ],
+            "jobs of one group may run in any order on PostgreSQL")
+        #expect(
+            listed.prefix(3).allSatisfy {
+                $0["status"] as? String == "failed" && $0["error"] as? String == "endpoint disabled"
+            })
+        #expect(worker(app, transport, schedule: [1]).runOnce() == 0)
     }
 
     @Test(arguments: StoreKind.available) func aClaimKeepsOtherWorkersOffUntilItsLeaseEnds(_ store: StoreKind) throws {

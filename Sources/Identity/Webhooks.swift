@@ -141,10 +141,12 @@ package protocol WebhookWriteContext: WebhookReadContext {
     func deleteWebhookEndpoint(key: Int64) throws
     /// Turns the endpoint off and fails its pending attempts (a `410`).
     func disableWebhookEndpoint(key: Int64, now: Timestamp) throws
-    /// Stores a first pending attempt of the event for `endpointKey`, or for every enabled endpoint
-    /// of the tenant that wants `type` when nil: one row each, carrying the event's id, type, time
-    /// (`now`) and `data` (compact JSON), from which ``WebhookOutbox/body(id:type:tenantID:createdAt:data:)``
-    /// renders the same body on every attempt. Returns how many attempts were queued.
+    /// Queues a first attempt of the event for `endpointKey`, or for every enabled endpoint of the
+    /// tenant that wants `type` when nil, committed with the change it reports. Each carries the
+    /// event's id, type, time (`now`) and `data` (compact JSON), from which
+    /// ``WebhookOutbox/body(id:type:tenantID:createdAt:data:)`` renders the same body on every
+    /// attempt (PostgreSQL: a row per attempt; SQLite: the group's events for an endpoint share a
+    /// row until they are sent). Returns how many attempts were queued.
     func enqueueWebhookEvent(
         id: String, tenantID: String, type: String, data: String, now: Timestamp, endpointKey: Int64?
     ) throws -> Int

@@ -4,6 +4,7 @@
 #   bench/run.sh                 # RUNS=3 DUR=5 by default
 #   RUNS=5 DUR=8 bench/run.sh
 #   ONLY=healthz,identify bench/run.sh   # a subset: healthz,identify,get,events,absorb,idle
+#   BUZZKIT_BINARY=/tmp/other bench/run.sh   # another build (no release build first)
 #
 # Each scenario runs RUNS times, interleaved with its ceiling (ours, ceiling, ours, ceiling…), so
 # background load from other work on the machine hits both sides alike. Medians and ratios are
@@ -41,8 +42,8 @@ echo "output: $OUT"
   echo "loadavg at start: $(cat /proc/loadavg)"; echo "git: $(git rev-parse --short HEAD)$(git diff --quiet || echo +dirty)";
   echo "RUNS=$RUNS DUR=$DUR ONLY=$ONLY"; } | tee "$OUT/machine.txt"
 
-swift build -c release 2>&1 | tail -1
-BUZZKIT=$ROOT/.build/release/buzzkit
+[ -n "${BUZZKIT_BINARY:-}" ] || swift build -c release 2>&1 | tail -1
+BUZZKIT=${BUZZKIT_BINARY:-$ROOT/.build/release/buzzkit}
 gcc -O2 -o "$OUT/sqlite_ceiling" bench/sqlite_ceiling.c -lsqlite3
 CEILING=$OUT/sqlite_ceiling
 

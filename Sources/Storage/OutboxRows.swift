@@ -20,7 +20,24 @@ enum OutboxRowText {
         var description: String
     }
 
-    static func encode(_ events: [OutboxEvent]) throws -> String {
+    /// Refuses an event a line cannot hold. Checked when the event is queued, so a bad one fails
+    /// its own job, not the group whose rows are written at its commit.
+    static func check(_ event: OutboxEvent) throws {
+        for field in [event.id, event.type, event.data] {
+            var field = field
+            try field.withUTF8 { utf8 in
+                for byte in utf8 where byte == tab || byte == newline {
+                    throw Malformed(
+                        description:
+                            "an outbox field holds a tab or a newline: \(String(decoding: utf8.prefix(80), as: UTF8.self))"
+                    )
+                }
+            }
+        }
+    }
+
+    /// The lines of events that passed ``check(_:)``.
+    static func encode(_ events: [OutboxEvent]) -> String {
         // Built as bytes with one allocation: on the request path, where appending to a String
         // and searching each field with `contains` cost as much as the row's insert.
         var size = 0
@@ -28,28 +45,21 @@ enum OutboxRowText {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(size)
         for event in events {
-            try append(event.id, to: &bytes)
+            append(event.id, to: &bytes)
             bytes.append(tab)
-            try append(event.type, to: &bytes)
+            append(event.type, to: &bytes)
             bytes.append(tab)
-            try append(String(event.createdAt), to: &bytes)
+            append(String(event.createdAt), to: &bytes)
             bytes.append(tab)
-            try append(event.data, to: &bytes)
+            append(event.data, to: &bytes)
             bytes.append(newline)
         }
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    private static func append(_ field: String, to bytes: inout [UInt8]) throws {
+    private static func append(_ field: String, to bytes: inout [UInt8]) {
         var field = field
-        try field.withUTF8 { utf8 in
-            for byte in utf8 where byte == tab || byte == newline {
-                throw Malformed(
-                    description:
-                        "an outbox field holds a tab or a newline: \(String(decoding: utf8.prefix(80), as: UTF8.self))")
-            }
-            bytes.append(contentsOf: utf8)
-        }
+        field.withUTF8 { bytes.append(contentsOf: $0) }
     }
 
     static func decode(_ text: String) throws -> [OutboxEvent] {

@@ -29,6 +29,7 @@ extension SQLiteContext {
             ) { $0.int(at: 0) }
         }
         let event = OutboxEvent(id: id, type: type, createdAt: now.millis, data: data)
+        try OutboxRowText.check(event)
         guard let outbox else {
             // A context made outside the store's writer: the row is written at once.
             for key in endpoints { try insertOutboxRow(endpointKey: key, events: [event]) }
@@ -76,7 +77,7 @@ extension SQLiteContext {
         let first = try reserveDeliveryKeys(events.count)
         try db.execute(
             "INSERT INTO webhook_outbox (key, first_key, endpoint_key, events) VALUES (?, ?, ?, ?)",
-            [first + Int64(events.count) - 1, first, endpointKey, try OutboxRowText.encode(events)])
+            [first + Int64(events.count) - 1, first, endpointKey, OutboxRowText.encode(events)])
     }
 
     private func reserveDeliveryKeys(_ count: Int) throws -> Int64 {

@@ -156,6 +156,11 @@ package protocol WebhookWriteContext: WebhookReadContext {
     /// `FOR UPDATE SKIP LOCKED`, so servers sharing a database never claim the same attempt.
     func claimDueWebhookDeliveries(now: Timestamp, limit: Int, leaseUntil: Timestamp) throws
         -> [DueWebhookDelivery]
+    /// Fails the attempts still pending for disabled endpoints; returns how many. Disabling fails
+    /// them at once, but on PostgreSQL an event queued by a transaction that overlaps the disable
+    /// can commit after it (the endpoint looked enabled to its insert), and would stay pending
+    /// for ever: never sent, yet counted in the backlog. The worker sweeps them up now and then.
+    func failPendingOfDisabledEndpoints() throws -> Int
     /// Records how a pending attempt went; a non-nil `retryAt` queues the next attempt.
     func completeWebhookDelivery(
         key: Int64, succeeded: Bool, responseStatus: Int?, error: String?, now: Timestamp, retryAt: Timestamp?

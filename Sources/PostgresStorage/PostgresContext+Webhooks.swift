@@ -134,6 +134,15 @@ extension PostgresContext {
             """, [key])
     }
 
+    func failPendingOfDisabledEndpoints() throws -> Int {
+        try db.execute(
+            """
+            UPDATE webhook_deliveries AS d SET status = 'failed', error = 'endpoint disabled', next_attempt_at = NULL
+            FROM webhook_endpoints AS w
+            WHERE w.key = d.endpoint_key AND NOT w.enabled AND d.status = 'pending'
+            """, [])
+    }
+
     func enqueueWebhookEvent(
         id: String, tenantID: String, type: String, data: String, now: Timestamp, endpointKey: Int64?
     ) throws -> Int {

@@ -350,8 +350,10 @@ extension SQLiteContext {
     }
 
     /// The endpoint's waiting events become failed first attempts (it was disabled), and its
-    /// outbox rows go.
-    func failWaitingEvents(endpointKey: Int64) throws {
+    /// outbox rows go. Returns how many events there were.
+    @discardableResult
+    func failWaitingEvents(endpointKey: Int64) throws -> Int {
+        var failed = 0
         for row in try outboxRows(
             "SELECT key, first_key, endpoint_key FROM webhook_outbox WHERE endpoint_key = ? ORDER BY key", [endpointKey]
         ) {
@@ -362,9 +364,11 @@ extension SQLiteContext {
                     key: row.firstKey + Int64(offset), endpointKey: endpointKey, event: event, attempt: 1,
                     status: "failed", responseStatus: nil, error: "endpoint disabled", createdAt: event.createdAt,
                     nextAttemptAt: nil)
+                failed += 1
             }
         }
         try db.execute("DELETE FROM webhook_outbox WHERE endpoint_key = ?", [endpointKey])
+        return failed
     }
 
     private func insertAttempt(

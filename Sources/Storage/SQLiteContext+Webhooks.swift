@@ -148,6 +148,26 @@ extension SQLiteContext {
         webhookFilters?.endpointsChanged()
     }
 
+    func failPendingOfDisabledEndpoints() throws -> Int {
+        // The one writer orders every enqueue and disable, so this finds nothing unless a row
+        // was written around the store.
+        try db.execute(
+            """
+            UPDATE webhook_deliveries SET status = 'failed', error = 'endpoint disabled', next_attempt_at = NULL
+            WHERE status = 'pending' AND endpoint_key IN (SELECT key FROM webhook_endpoints WHERE enabled = 0)
+            """)
+        var failed = db.changes
+        for key in try db.query(
+            """
+            SELECT DISTINCT o.endpoint_key FROM webhook_outbox AS o
+            JOIN webhook_endpoints AS w ON w.key = o.endpoint_key WHERE w.enabled = 0
+            """
+        ) { $0.int(at: 0) } {
+            failed += try failWaitingEvents(endpointKey: key)
+        }
+        return failed
+    }
+
     func disableWebhookEndpoint(key: Int64, now: Timestamp) throws {
         try db.execute("UPDATE webhook_endpoints SET enabled = 0 WHERE key = ?", [key])
         webhookFilters?.endpointsChanged()
@@ -156,7 +176,7 @@ extension SQLiteContext {
             UPDATE webhook_deliveries SET status = 'failed', error = 'endpoint disabled', next_attempt_at = NULL
             WHERE endpoint_key = ? AND status = 'pending'
             """, [key])
-        try failWaitingEvents(endpointKey: key)
+        _ = try failWaitingEvents(endpointKey: key)
     }
 }
 

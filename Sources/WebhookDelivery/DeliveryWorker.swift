@@ -71,7 +71,7 @@ package final class DeliveryWorker: Sendable {
                 let millis = now().millis
                 if millis - lastPurge >= configuration.purgeInterval.milliseconds {
                     lastPurge = millis
-                    purgeIdempotencyRecords()
+                    runMaintenance()
                 }
                 if sent == 0 { sleep(configuration.pollInterval) }
             }
@@ -179,6 +179,14 @@ package final class DeliveryWorker: Sendable {
         let spread = base * configuration.jitter
         let wait = base + (spread > 0 ? Double.random(in: -spread...spread) : 0)
         return Timestamp(millis: time.millis + Int64(max(0, wait)))
+    }
+
+    /// The worker's periodic upkeep (every `purgeInterval`): expired idempotency records go, and
+    /// attempts left pending on a disabled endpoint are failed (see
+    /// ``IdentityWriteContext/failPendingOfDisabledEndpoints()``).
+    package func runMaintenance() {
+        purgeIdempotencyRecords()
+        _ = blockingWrite { ctx in _ = try ctx.failPendingOfDisabledEndpoints() }
     }
 
     private func purgeIdempotencyRecords() {

@@ -2,6 +2,7 @@ import API
 import Dispatch
 import Foundation
 import Identity
+import Postgres
 import SQLite
 import Storage
 import Synchronization
@@ -287,6 +288,37 @@ private final class ScriptedTransport: DeliveryTransport {
                 $0["status"] as? String == "failed" && $0["error"] as? String == "endpoint disabled"
             })
         #expect(worker(app, transport, schedule: [1]).runOnce() == 0)
+    }
+
+    /// What a PostgreSQL transaction overlapping a disable can leave behind, an attempt pending on
+    /// a disabled endpoint, is made here by disabling it around the store; the worker's upkeep
+    /// fails it, so the backlog drains.
+    @Test(arguments: StoreKind.available) func upkeepFailsWhatIsLeftPendingOnADisabledEndpoint(_ store: StoreKind)
+        throws
+    {
+        let (app, tenant, id) = try setUp(store)
+        defer { app.close() }
+        #expect(try app.send("PUT", "/v1/subscribers/left", json: [:], headers: tenant.backend).status == 201)
+        switch store {
+        case .sqlite:
+            let db = try Database(path: app.database)
+            defer { db.close() }
+            try db.execute("UPDATE webhook_endpoints SET enabled = 0", [])
+        case .postgres:
+            let connection = try Connection(url: app.database)
+            defer { connection.close() }
+            _ = try connection.execute("UPDATE webhook_endpoints SET enabled = false", [])
+        }
+        #expect(try app.store.read { try $0.pendingWebhookDeliveryCount() } == 1)
+        let transport = ScriptedTransport([])
+        let worker = worker(app, transport, schedule: [1])
+        #expect(worker.runOnce() == 0, "a disabled endpoint is sent nothing")
+        worker.runMaintenance()
+        #expect(try app.store.read { try $0.pendingWebhookDeliveryCount() } == 0)
+        let listed = try deliveries(app, tenant, id)
+        #expect(listed.map { $0["status"] as? String } == ["failed"])
+        #expect(listed.map { $0["error"] as? String } == ["endpoint disabled"])
+        #expect(transport.sent.withLock { $0.isEmpty })
     }
 
     @Test(arguments: StoreKind.available) func aClaimKeepsOtherWorkersOffUntilItsLeaseEnds(_ store: StoreKind) throws {

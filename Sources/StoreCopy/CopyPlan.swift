@@ -64,9 +64,9 @@ package struct CopyTable: Sendable, Hashable {
 }
 
 /// What `buzzkit copy` moves (API.md §11), parents before children so foreign keys hold at every
-/// insert. Not copied: idempotency records, webhook deliveries and the 24-hour counts, which the
-/// contract leaves behind, and retired subscribers with their events, which nothing reaches and
-/// the source was about to purge.
+/// insert. Not copied: idempotency records, webhook deliveries (SQLite's waiting outbox rows
+/// included) and the 24-hour counts, which the contract leaves behind, and retired subscribers
+/// with their events, which nothing reaches and the source was about to purge.
 package enum CopyPlan {
     /// The tables in copy order.
     package static let tables: [CopyTable] = [

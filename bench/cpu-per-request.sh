@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Server CPU per /healthz request, user and system apart, for our server and for nginx with
+# bench/run.sh's config: utime and stime from /proc/<pid>/stat around a wrk run, each server
+# alone on the machine. Steadier than req/s for telling whose time it is: the kernel's share
+# (the socket calls) is the same for both; what differs is user space.
+#
+#   bench/cpu-per-request.sh                  # release build, 64 connections, 5 s, 3 rounds
+#   ROUNDS=5 BUZZKIT_BINARY=/tmp/other bench/cpu-per-request.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BUZZKIT_BINARY:-.build/release/buzzkit}
+ROUNDS=${ROUNDS:-3}
+[ -x "$BIN" ] || { echo "no $BIN: swift build -c release --product buzzkit"; exit 1; }
+command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+[ -x "$NGINX" ] || { apt-get update -qq && apt-get install -y -qq nginx-light >/dev/null; NGINX=/usr/sbin/nginx; }
+WORK=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; "$NGINX" -c "$WORK/nginx.conf" -p "$WORK" -s stop 2>/dev/null; rm -rf "$WORK"' EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+ticks() { for p in "$@"; do awk '{print $14, $15}' "/proc/$p/stat"; done | awk '{u += $1; s += $2} END {print u, s}'; }
+measure() {  # measure NAME URL PID… → one line: user and system µs per request
+    local name=$1 url=$2; shift 2
+    wrk -t2 -c64 -d2s "$url" >/dev/null
+    local before after n
+    before=$(ticks "$@")
+    n=$(wrk -t2 -c64 -d5s "$url" | awk '/requests in/ {print $1}')
+    after=$(ticks "$@")
+    echo "$before $after $n" | awk -v name="$name" -v hz="$(getconf CLK_TCK)" \
+        '{printf "%-8s user %.2f us, system %.2f us per request (%d requests)\n", name,
+          ($3 - $1) * 1e6 / hz / $5, ($4 - $2) * 1e6 / hz / $5, $5}'
+}
+
+NGINX_PORT=$(free_port)
+cat >"$WORK/nginx.conf" <<CONF
+worker_processes 2;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx-error.log;
+events { worker_connections 16384; }
+http {
+    access_log off;
+    keepalive_requests 100000000;
+    keepalive_timeout 600s;
+    server {
+        listen 127.0.0.1:$NGINX_PORT backlog=4096;
+        location = /healthz { default_type application/json; return 200 '{"ok":true}'; }
+    }
+}
+CONF
+echo '{"logLevel":"warn"}' >"$WORK/config.json"
+for round in $(seq "$ROUNDS"); do
+    "$NGINX" -c "$WORK/nginx.conf" -p "$WORK"
+    sleep 0.3
+    measure nginx "http://127.0.0.1:$NGINX_PORT/healthz" $(pgrep -f "nginx: worker process" | tr '\n' ' ')
+    "$NGINX" -c "$WORK/nginx.conf" -p "$WORK" -s stop 2>/dev/null
+    sleep 0.3
+    "$BIN" serve --port 0 --database "$WORK/db-$round.sqlite" --config "$WORK/config.json" >"$WORK/out" 2>&1 &
+    server=$!
+    for _ in $(seq 100); do grep -q listening "$WORK/out" 2>/dev/null && break; sleep 0.1; done
+    measure buzzkit "$(sed -n 's/^listening on //p' "$WORK/out")/healthz" "$server"
+    kill "$server"; wait "$server" 2>/dev/null || true
+done

@@ -23,15 +23,19 @@ enum OutboxRowText {
     /// Refuses an event a line cannot hold. Checked when the event is queued, so a bad one fails
     /// its own job, not the group whose rows are written at its commit.
     static func check(_ event: OutboxEvent) throws {
-        for field in [event.id, event.type, event.data] {
-            var field = field
-            try field.withUTF8 { utf8 in
-                for byte in utf8 where byte == tab || byte == newline {
-                    throw Malformed(
-                        description:
-                            "an outbox field holds a tab or a newline: \(String(decoding: utf8.prefix(80), as: UTF8.self))"
-                    )
-                }
+        try refuseSeparators(event.id)
+        try refuseSeparators(event.type)
+        try refuseSeparators(event.data)
+    }
+
+    private static func refuseSeparators(_ field: String) throws {
+        var field = field
+        try field.withUTF8 { utf8 in
+            for byte in utf8 where byte == tab || byte == newline {
+                throw Malformed(
+                    description:
+                        "an outbox field holds a tab or a newline: \(String(decoding: utf8.prefix(80), as: UTF8.self))"
+                )
             }
         }
     }
@@ -100,18 +104,12 @@ final class OutboxWriter: Sendable {
     /// claimed or recorded.
     static let eventsPerRow = 64
 
-    struct DecodedRow: Sendable {
-        var key: Int64
-        var firstKey: Int64
-        var endpointKey: Int64
-        var events: [OutboxEvent]
-    }
-
     private struct State {
         var job: Buffer = []
         var group: Buffer = []
         var lastKey: Int64?
-        var decoded: [DecodedRow] = []
+        /// The last rows decoded, by key.
+        var decoded: [(key: Int64, events: [OutboxEvent])] = []
     }
     private let state = Mutex(State())
 
@@ -172,15 +170,15 @@ final class OutboxWriter: Sendable {
         return (largest ?? nil) ?? 0
     }
 
-    /// A row decoded earlier, if it is among the last few.
-    func decodedRow(key: Int64) -> DecodedRow? {
-        state.withLock { state in state.decoded.first { $0.key == key } }
+    /// The events of a row decoded earlier, if it is among the last few.
+    func decodedEvents(key: Int64) -> [OutboxEvent]? {
+        state.withLock { state in state.decoded.first { $0.key == key }?.events }
     }
 
-    func keepDecoded(_ row: DecodedRow) {
+    func keepDecoded(_ events: [OutboxEvent], key: Int64) {
         state.withLock { state in
             if state.decoded.count >= 4 { state.decoded.removeFirst() }
-            state.decoded.append(row)
+            state.decoded.append((key, events))
         }
     }
 }

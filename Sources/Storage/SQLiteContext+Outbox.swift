@@ -108,22 +108,26 @@ extension SQLiteContext {
 
     /// The row's events in key order, from the writer's last decoded rows when there.
     private func events(of row: OutboxRow) throws -> [OutboxEvent] {
-        if let decoded = outbox?.decodedRow(key: row.key) { return decoded.events }
+        if let decoded = outbox?.decodedEvents(key: row.key) { return decoded }
         let text = try db.queryOne("SELECT events FROM webhook_outbox WHERE key = ?", [row.key]) { $0.string(at: 0) }
         let events = try OutboxRowText.decode(try required(text ?? nil, "webhook_outbox", "events"))
         guard events.count == row.count else { throw UndecodableRowError(table: "webhook_outbox", column: "events") }
-        outbox?.keepDecoded(
-            OutboxWriter.DecodedRow(key: row.key, firstKey: row.firstKey, endpointKey: row.endpointKey, events: events))
+        outbox?.keepDecoded(events, key: row.key)
         return events
     }
 
-    /// The keys of the row's events whose first attempt is already a `webhook_deliveries` row:
-    /// those of a row a batch took only part of. Usually none.
-    private func recordedKeys(_ row: OutboxRow) throws -> Set<Int64> {
-        Set(
+    /// The row's events still waiting, with their delivery keys, in key order: all of them but
+    /// those whose first attempt is already a `webhook_deliveries` row (a batch took only part of
+    /// the row; usually none).
+    private func waiting(in row: OutboxRow) throws -> [(key: Int64, event: OutboxEvent)] {
+        let recorded = Set(
             try db.query("SELECT key FROM webhook_deliveries WHERE key BETWEEN ?1 AND ?2", [row.firstKey, row.key]) {
                 $0.int(at: 0)
             })
+        return try events(of: row).enumerated().compactMap { offset, event in
+            let key = row.firstKey + Int64(offset)
+            return recorded.contains(key) ? nil : (key, event)
+        }
     }
 
     // MARK: Listing
@@ -173,10 +177,8 @@ extension SQLiteContext {
         var below = beforeKey
         while true {
             for row in rows {
-                let recorded = try recordedKeys(row)
-                for (offset, event) in try events(of: row).enumerated().reversed() {
-                    let key = row.firstKey + Int64(offset)
-                    if key < beforeKey && !recorded.contains(key) { found.append((key, event)) }
+                for waiting in try waiting(in: row).reversed() where waiting.key < beforeKey {
+                    found.append(waiting)
                     if found.count == limit { return found }
                 }
                 below = min(below, row.firstKey)
@@ -282,10 +284,8 @@ extension SQLiteContext {
                     }
                 }
                 guard let destination = destinations[row.endpointKey] ?? nil else { continue }
-                let recorded = try recordedKeys(row)
-                for (offset, event) in try events(of: row).enumerated() where due.count < limit {
-                    let key = row.firstKey + Int64(offset)
-                    guard event.createdAt <= now.millis, !held.contains(key), !recorded.contains(key) else { continue }
+                for (key, event) in try waiting(in: row) where due.count < limit {
+                    guard event.createdAt <= now.millis, !held.contains(key) else { continue }
                     let body = try WebhookOutbox.body(
                         kept: nil, id: event.id, type: event.type, tenantID: destination.tenantID,
                         createdAt: Timestamp(millis: event.createdAt), data: event.data)
@@ -357,11 +357,9 @@ extension SQLiteContext {
         for row in try outboxRows(
             "SELECT key, first_key, endpoint_key FROM webhook_outbox WHERE endpoint_key = ? ORDER BY key", [endpointKey]
         ) {
-            let recorded = try recordedKeys(row)
-            for (offset, event) in try events(of: row).enumerated()
-            where !recorded.contains(row.firstKey + Int64(offset)) {
+            for (key, event) in try waiting(in: row) {
                 try insertAttempt(
-                    key: row.firstKey + Int64(offset), endpointKey: endpointKey, event: event, attempt: 1,
+                    key: key, endpointKey: endpointKey, event: event, attempt: 1,
                     status: "failed", responseStatus: nil, error: "endpoint disabled", createdAt: event.createdAt,
                     nextAttemptAt: nil)
                 failed += 1

@@ -32,21 +32,8 @@ measure() {  # measure NAME URL PID… → one line: user and system µs per req
 }
 
 NGINX_PORT=$(free_port)
-cat >"$WORK/nginx.conf" <<CONF
-worker_processes 2;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx-error.log;
-events { worker_connections 16384; }
-http {
-    access_log off;
-    keepalive_requests 100000000;
-    keepalive_timeout 600s;
-    server {
-        listen 127.0.0.1:$NGINX_PORT backlog=4096;
-        location = /healthz { default_type application/json; return 200 '{"ok":true}'; }
-    }
-}
-CONF
+. bench/nginx-ceiling.sh
+nginx_ceiling_conf "$WORK" "$NGINX_PORT"
 echo '{"logLevel":"warn"}' >"$WORK/config.json"
 for round in $(seq "$ROUNDS"); do
     "$NGINX" -c "$WORK/nginx.conf" -p "$WORK"

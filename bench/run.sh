@@ -62,21 +62,8 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 
 # --- nginx, the HTTP ceiling: a fixed 11-byte JSON body, 2 workers, keep-alive ----------------
 NGINX_PORT=$(free_port)
-cat >"$WORK/nginx.conf" <<EOF
-worker_processes 2;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx-error.log;
-events { worker_connections 16384; }
-http {
-    access_log off;
-    keepalive_requests 100000000;
-    keepalive_timeout 600s;
-    server {
-        listen 127.0.0.1:$NGINX_PORT backlog=4096;
-        location = /healthz { default_type application/json; return 200 '{"ok":true}'; }
-    }
-}
-EOF
+. bench/nginx-ceiling.sh
+nginx_ceiling_conf "$WORK" "$NGINX_PORT"
 "$NGINX" -c "$WORK/nginx.conf" -p "$WORK"
 
 # --- database: migrate, tenant, seed (directly, with the same SQL the server runs) ----------

@@ -62,46 +62,72 @@ package func serializeResponse(
     // The response's own fields are written straight into the output, minus the framing ones
     // we set ourselves; the headers array is never copied or edited per request.
     for field in headers {
-        let name = field.name
-        if HTTPHeaders.namesEqual(name, "Content-Length") || HTTPHeaders.namesEqual(name, "Transfer-Encoding")
-            || HTTPHeaders.namesEqual(name, "Connection")
-        {
+        switch FramingField(name: field.name) {
+        case .contentLength, .transferEncoding, .connection:
             continue
+        case .date:
+            hasDate = true
+        case .vary:
+            if framing.gzip, HTTPHeaders.list(field.value, containsToken: "accept-encoding") { variesByEncoding = true }
+        case .other:
+            break
         }
-        if HTTPHeaders.namesEqual(name, "Date") { hasDate = true }
-        if framing.gzip, HTTPHeaders.namesEqual(name, "Vary"),
-            HTTPHeaders.list(field.value, containsToken: "accept-encoding")
-        {
-            variesByEncoding = true
-        }
-        appendHeaderField(name: name, value: field.value, to: &output)
+        appendHeaderField(name: field.name, value: field.value, to: &output)
     }
+    // The fields below are ours: names and values known clean, so appended without the scan.
     if framing.gzip && !bodyless {
-        appendHeaderField(name: "Content-Encoding", value: "gzip", to: &output)
-        if !variesByEncoding { appendHeaderField(name: "Vary", value: "Accept-Encoding", to: &output) }
+        appendLiteral("Content-Encoding: gzip\r\n", to: &output)
+        if !variesByEncoding { appendLiteral("Vary: Accept-Encoding\r\n", to: &output) }
     }
     if !bodyless && code != 304 {
         // For HEAD this is the length the GET body would have had (RFC 9110 §9.3.2).
-        appendHeaderField(name: "Content-Length", value: String(body.count), to: &output)
+        appendLiteral("Content-Length: ", to: &output)
+        appendDecimal(body.count, to: &output)
+        appendLiteral("\r\n", to: &output)
     }
-    if !hasDate { appendHeaderField(name: "Date", value: date, to: &output) }
+    if !hasDate {
+        appendLiteral("Date: ", to: &output)
+        appendSanitized(date, to: &output)
+        appendLiteral("\r\n", to: &output)
+    }
     if framing.closing {
-        appendHeaderField(name: "Connection", value: "close", to: &output)
+        appendLiteral("Connection: close\r\n", to: &output)
     } else if framing.requestVersion == .http1_0 {
         // RFC 9112 §9.3: a 1.0 client only keeps the connection if we say so.
-        appendHeaderField(name: "Connection", value: "keep-alive", to: &output)
+        appendLiteral("Connection: keep-alive\r\n", to: &output)
     }
     output.append(HTTPBytes.cr)
     output.append(HTTPBytes.lf)
     if writesBody { output.append(contentsOf: body) }
 }
 
+/// The response fields the serializer owns or looks at, told apart by length first: one
+/// switch per field instead of five case-insensitive comparisons.
+private enum FramingField {
+    case contentLength, transferEncoding, connection, date, vary, other
+
+    init(name: String) {
+        func named(_ literal: StaticString, _ kind: FramingField) -> FramingField {
+            HTTPHeaders.namesEqual(name, literal) ? kind : .other
+        }
+        switch name.utf8.count {
+        case 14: self = named("Content-Length", .contentLength)
+        case 17: self = named("Transfer-Encoding", .transferEncoding)
+        case 10: self = named("Connection", .connection)
+        case 4:
+            let date = named("Date", .date)
+            self = date == .other ? named("Vary", .vary) : date
+        default: self = .other
+        }
+    }
+}
+
 /// `HTTP/1.1 200 OK\r\n`: we answer every request as 1.1, its highest version (RFC 9110 §6.2).
 func appendStatusLine(_ status: HTTPStatus, to buffer: inout [UInt8]) {
-    buffer.append(contentsOf: "HTTP/1.1 ".utf8)
-    buffer.append(contentsOf: String(status.code).utf8)  // a small String: no allocation
+    appendLiteral("HTTP/1.1 ", to: &buffer)
+    appendDecimal(status.code, to: &buffer)
     buffer.append(HTTPBytes.sp)
-    buffer.append(contentsOf: status.reasonPhrase.utf8)
+    appendLiteral(status.reasonPhrase, to: &buffer)
     buffer.append(HTTPBytes.cr)
     buffer.append(HTTPBytes.lf)
 }
@@ -116,13 +142,39 @@ func appendHeaderField(name: String, value: String, to buffer: inout [UInt8]) {
     buffer.append(HTTPBytes.lf)
 }
 
+/// Bytes of our own, known clean: one bulk copy.
+@inline(__always)
+private func appendLiteral(_ literal: StaticString, to buffer: inout [UInt8]) {
+    buffer.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+}
+
+/// A non-negative decimal, written without making a String.
+private func appendDecimal(_ value: Int, to buffer: inout [UInt8]) {
+    var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for Int.max's 19 digits
+    withUnsafeMutableBytes(of: &digits) { room in
+        var n = UInt(max(value, 0))
+        var start = room.count
+        repeat {
+            start -= 1
+            room[start] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: n % 10)
+            n /= 10
+        } while n > 0
+        buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: room[start...]))
+    }
+}
+
 /// Appends the UTF-8 of `s`, with CR, LF and NUL written as SP: a value taken from a request
 /// must never end the line it is written on (response splitting).
 private func appendSanitized(_ s: String, to buffer: inout [UInt8]) {
     var s = s
     s.withUTF8 { bytes in
         // Nearly every value is clean: one scan, then one bulk copy instead of a per-byte append.
-        if !bytes.contains(where: { $0 == HTTPBytes.cr || $0 == HTTPBytes.lf || $0 == 0 }) {
+        var clean = true
+        for b in bytes where b <= HTTPBytes.cr && (b == HTTPBytes.cr || b == HTTPBytes.lf || b == 0) {
+            clean = false
+            break
+        }
+        if clean {
             buffer.append(contentsOf: bytes)
             return
         }

@@ -84,6 +84,15 @@ package struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, 
         return a.withUTF8 { x in b.withUTF8 { y in asciiCaseInsensitiveEqual(x, y) } }
     }
 
+    /// `namesEqual` against a name of our own, without making it a String.
+    package static func namesEqual(_ a: String, _ b: StaticString) -> Bool {
+        guard a.utf8.count == b.utf8CodeUnitCount else { return false }
+        var a = a
+        return a.withUTF8 { x in
+            asciiCaseInsensitiveEqual(x, UnsafeBufferPointer(start: b.utf8Start, count: b.utf8CodeUnitCount))
+        }
+    }
+
     /// `namesEqual` for bytes already in a buffer (a token inside a field value).
     package static func asciiCaseInsensitiveEqual(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>)
         -> Bool
@@ -126,7 +135,7 @@ package struct HTTPStatus: Hashable, Sendable {
     package static let httpVersionNotSupported = HTTPStatus(505)
 
     /// The reason phrase written on the status line.
-    package var reasonPhrase: String {
+    package var reasonPhrase: StaticString {
         switch code {
         case 100: "Continue"
         case 200: "OK"

@@ -8,10 +8,20 @@ enum SystemController {
     /// The hand-written OpenAPI document, compiled in from the repository's `openapi.json`.
     static let openAPIDocument: [UInt8] = Array((embeddedOpenAPIDocuments.first?.contents ?? "{}").utf8)
 
+    /// `/healthz`'s data, serialised once: a load balancer asks many times a second.
+    static let healthData = JSONValue.object(["status": "ok"])
+    static let healthBytes: [UInt8] = {
+        var bytes: [UInt8] = []
+        healthData.serialize(into: &bytes)
+        return bytes
+    }()
+
     static func routes(metrics: Metrics, store: any IdentityStore) -> [Route] {
         [
             Route(method: .GET, path: "/healthz", access: .open, operationID: "getHealth") { _ in
-                .reply(Reply(["status": "ok"]))
+                var reply = Reply(healthData)
+                reply.serializedData = healthBytes
+                return .reply(reply)
             },
             Route(method: .GET, path: "/readyz", access: .open, operationID: "getReadiness") { _ in
                 do {

@@ -16,18 +16,45 @@ package enum Outcome: Sendable {
 }
 
 /// A successful answer, rendered in the envelope unless `raw` is set.
+///
+/// Small on purpose: every answer is made, moved through `Outcome` and dropped per request, so
+/// the fields most answers leave empty (metadata, a raw response, a subscriber to show) live in
+/// one shared box, allocated only by the answers that set one of them.
 package struct Reply: Sendable {
     package var status: HTTPStatus = .ok
     package var data: JSONValue = .null
     package var warnings: [IdentityWarning] = []
-    package var metadata: JSONObject = [:]
-    /// A response in its own format (`/openapi.json`, `/metrics`).
-    package var raw: HTTPResponse?
     /// `data` already serialised (a snapshot's JSON, kept with it), sent instead of `data`.
     package var serializedData: [UInt8]?
+    private var extras: Extras?
+
+    private final class Extras: Sendable {
+        let metadata: JSONObject
+        let raw: HTTPResponse?
+        let subscriberToShow: SubscriberRecord?
+        init(metadata: JSONObject, raw: HTTPResponse?, subscriberToShow: SubscriberRecord?) {
+            self.metadata = metadata
+            self.raw = raw
+            self.subscriberToShow = subscriberToShow
+        }
+    }
+
+    /// Members added to the envelope's `metadata` beside `requestId`.
+    package var metadata: JSONObject {
+        get { extras?.metadata ?? JSONObject() }
+        set { extras = Extras(metadata: newValue, raw: raw, subscriberToShow: subscriberToShow) }
+    }
+    /// A response in its own format (`/openapi.json`, `/metrics`).
+    package var raw: HTTPResponse? {
+        get { extras?.raw }
+        set { extras = Extras(metadata: metadata, raw: newValue, subscriberToShow: subscriberToShow) }
+    }
     /// Set by a write whose answer shows a subscriber: its snapshot goes into `data.subscriber`
     /// once the write is durable, read from a reader instead of on the writer thread.
-    package var subscriberToShow: SubscriberRecord?
+    package var subscriberToShow: SubscriberRecord? {
+        get { extras?.subscriberToShow }
+        set { extras = Extras(metadata: metadata, raw: raw, subscriberToShow: newValue) }
+    }
 
     package init(
         status: HTTPStatus = .ok, _ data: JSONValue, warnings: [IdentityWarning] = [], metadata: JSONObject = [:]
@@ -35,7 +62,7 @@ package struct Reply: Sendable {
         self.status = status
         self.data = data
         self.warnings = warnings
-        self.metadata = metadata
+        if !metadata.isEmpty { self.metadata = metadata }
     }
     package init(raw: HTTPResponse) { self.raw = raw }
 }

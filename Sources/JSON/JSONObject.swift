@@ -164,6 +164,7 @@ extension JSONObject: ExpressibleByDictionaryLiteral {
         keys = []
         values = []
         index = nil
+        if elements.isEmpty { return }  // `[:]`, a default argument on many calls
         keys.reserveCapacity(elements.count)
         values.reserveCapacity(elements.count)
         for (key, value) in elements {

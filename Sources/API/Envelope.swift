@@ -6,7 +6,7 @@ import JSON
 /// The response envelope every `/v1` answer, `/healthz`, `/readyz` and every error uses (API.md §2).
 package enum Envelope {
     /// Pre-encoded so every response does not build it again.
-    static let jsonHeaders: HTTPHeaders = ["Content-Type": "application/json; charset=utf-8"]
+    static let jsonContentType = (name: "Content-Type", value: "application/json; charset=utf-8")
 
     package static func success(
         _ data: JSONValue, serializedData: [UInt8]? = nil, status: HTTPStatus = .ok, requestID: String,
@@ -16,16 +16,16 @@ package enum Envelope {
         // object built per request, and `data` spliced in as bytes when it came serialised.
         var bytes: [UInt8] = []
         bytes.reserveCapacity(256 + (serializedData?.count ?? 0))
-        bytes.append(contentsOf: #"{"success":true,"data":"#.utf8)
+        append(#"{"success":true,"data":"#, to: &bytes)
         if let serializedData {
             bytes.append(contentsOf: serializedData)
         } else {
             data.serialize(into: &bytes)
         }
-        bytes.append(contentsOf: #","error":null,"metadata":"#.utf8)
+        append(#","error":null,"metadata":"#, to: &bytes)
         if warnings.isEmpty && extra.isEmpty {
-            bytes.append(contentsOf: #"{"requestId":"#.utf8)
-            JSONValue.string(requestID).serialize(into: &bytes)
+            append(#"{"requestId":"#, to: &bytes)
+            appendString(requestID, to: &bytes)
             bytes.append(UInt8(ascii: "}"))
         } else {
             var metadata: JSONObject = ["requestId": .string(requestID)]
@@ -60,6 +60,26 @@ package enum Envelope {
         return response
     }
 
+    /// Bytes of the envelope's own text: one copy, not the String's UTF-8 view walked.
+    private static func append(_ literal: StaticString, to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+
+    /// A JSON string. Request ids are printable ASCII without `"` or `\\` (`Application.requestID`
+    /// keeps only such ids), so they are copied as they are; anything else goes to the serializer.
+    private static func appendString(_ string: String, to bytes: inout [UInt8]) {
+        var string = string
+        string.withUTF8 { text in
+            if text.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+                bytes.append(UInt8(ascii: "\""))
+                bytes.append(contentsOf: text)
+                bytes.append(UInt8(ascii: "\""))
+            } else {
+                JSONValue.string(String(decoding: text, as: UTF8.self)).serialize(into: &bytes)
+            }
+        }
+    }
+
     private static func render(_ warnings: [IdentityWarning]) -> JSONValue {
         .array(warnings.map { .object(["code": .string($0.code.rawValue), "message": .string($0.message)]) })
     }
@@ -72,8 +92,8 @@ package enum Envelope {
     }
 
     private static func response(_ status: HTTPStatus, _ bytes: [UInt8], requestID: String) -> HTTPResponse {
-        var headers = jsonHeaders
-        headers.add(name: "X-Request-Id", value: requestID)
+        // Built whole: one array, not a copy of shared headers grown by one.
+        let headers = HTTPHeaders([(jsonContentType.name, jsonContentType.value), ("X-Request-Id", requestID)])
         return HTTPResponse(status: status, headers: headers, body: bytes)
     }
 }

@@ -68,19 +68,53 @@ package struct Reply: Sendable {
 }
 
 /// One endpoint: what it is, who may call it, what runs.
-package struct Route: Sendable {
-    package var method: HTTPMethod
-    package var path: String
-    package var access: RouteAccess
+///
+/// A class: the router hands out the same route to every request, and a reference is one
+/// retain where a struct of four strings and a closure was six.
+package final class Route: Sendable {
+    package let method: HTTPMethod
+    package let path: String
+    package let access: RouteAccess
     /// The `operationId` of this endpoint in `/openapi.json`.
-    package var operationID: String
-    package var handler: @Sendable (RequestContext) throws -> Outcome
+    package let operationID: String
+    package let handler: @Sendable (RequestContext) throws -> Outcome
     /// False for a handler that never waits on the store (it asks by `Outcome.snapshot`): it
     /// runs on the event loop even when other handlers go to handler threads.
-    package var handlerWaits = true
-    /// "GET /v1/subscribers/:id": the route label of logs and metrics, set once by `Application`
-    /// rather than interpolated on every request.
-    package internal(set) var name = ""
+    package let handlerWaits: Bool
+    /// "GET /v1/subscribers/:id": the route label of logs and metrics, made once.
+    package let name: String
+    /// Where its request counts go in `Metrics` (`Metrics.routeSlot`); set by `Application`.
+    let metricsSlot: Int
+
+    package convenience init(
+        method: HTTPMethod, path: String, access: RouteAccess, operationID: String,
+        handler: @escaping @Sendable (RequestContext) throws -> Outcome, handlerWaits: Bool = true
+    ) {
+        self.init(
+            method: method, path: path, access: access, operationID: operationID, handler: handler,
+            handlerWaits: handlerWaits, metricsSlot: -1)
+    }
+
+    private init(
+        method: HTTPMethod, path: String, access: RouteAccess, operationID: String,
+        handler: @escaping @Sendable (RequestContext) throws -> Outcome, handlerWaits: Bool, metricsSlot: Int
+    ) {
+        self.method = method
+        self.path = path
+        self.access = access
+        self.operationID = operationID
+        self.handler = handler
+        self.handlerWaits = handlerWaits
+        self.name = "\(method.rawValue) \(path)"
+        self.metricsSlot = metricsSlot
+    }
+
+    /// This route counted in `metrics`.
+    func counted(in metrics: Metrics) -> Route {
+        Route(
+            method: method, path: path, access: access, operationID: operationID, handler: handler,
+            handlerWaits: handlerWaits, metricsSlot: metrics.routeSlot(name))
+    }
 }
 
 /// Settings of the application layer (the HTTP server has its own).
@@ -114,6 +148,9 @@ package final class Application: Responder {
     package let routes: [Route]
     /// Where handlers run when the event loops must not wait (`handlerThreads`).
     private let handlerPool: BlockingWorkPool?
+    /// `Metrics` slots of requests no route answered.
+    private let unmatchedSlot: Int
+    private let protocolErrorSlot: Int
 
     package init(
         store: any IdentityStore, configuration: ApplicationConfiguration = .init(), clock: any Clock = SystemClock(),
@@ -146,10 +183,11 @@ package final class Application: Responder {
         routes += KeyController().routes
         routes += WebhookController(destinations: configuration.webhookDestinations).routes
         routes += DashboardController.routes
-        for i in routes.indices { routes[i].name = "\(routes[i].method.rawValue) \(routes[i].path)" }
-        self.routes = routes
+        self.routes = routes.map { $0.counted(in: metrics) }
+        unmatchedSlot = metrics.routeSlot("unmatched")
+        protocolErrorSlot = metrics.routeSlot("protocol_error")
         var router = Router<Route>()
-        for route in routes { router.add(route.method, route.path, route) }
+        for route in self.routes { router.add(route.method, route.path, route) }
         self.router = router
     }
 
@@ -166,7 +204,7 @@ package final class Application: Responder {
             store: store, metrics: metrics)
         do {
             let route = try match(request, into: &context)
-            exchange.routeName = route.name
+            exchange.route = route
             try admit(route, &context)
             exchange.tenant = context.caller?.tenant.id
             if let handlerPool, route.handlerWaits {
@@ -189,9 +227,11 @@ package final class Application: Responder {
         let requestID: String
         let started: UInt64
         let completion: @Sendable (HTTPResponse) -> Void
-        /// The route label of logs and metrics; "unmatched" until a route matched.
-        var routeName = "unmatched"
+        /// The route once one matched.
+        var route: Route?
         var tenant: String?
+        /// The route label of logs and metrics.
+        var routeName: String { route?.name ?? "unmatched" }
     }
 
     /// Routing: the route and its path parameters, or 404 / 405 with `Allow`.
@@ -303,7 +343,8 @@ package final class Application: Responder {
     /// Metrics, the access log line, then the answer.
     private func finish(_ exchange: Exchange, _ response: HTTPResponse) {
         let nanos = monotonicNanoseconds() - exchange.started
-        metrics.recordRequest(route: exchange.routeName, status: response.status.code, nanos: nanos)
+        metrics.recordRequest(
+            slot: exchange.route?.metricsSlot ?? unmatchedSlot, status: response.status.code, nanos: nanos)
         if logger.isEnabled(.info) {
             var fields: JSONObject = [
                 "requestId": .string(exchange.requestID), "method": .string(exchange.request.method.rawValue),
@@ -318,7 +359,7 @@ package final class Application: Responder {
 
     package func respond(toProtocolError error: HTTPParseError, requestHead: HTTPRequestHead?) -> HTTPResponse {
         let requestID = requestHead.map { Self.requestID(from: $0.headers) } ?? Self.mintRequestID()
-        metrics.recordRequest(route: "protocol_error", status: error.status.code, nanos: 0)
+        metrics.recordRequest(slot: protocolErrorSlot, status: error.status.code, nanos: 0)
         return Envelope.failure(APIError(error.status, code: error.code, message: error.reason), requestID: requestID)
     }
 

@@ -53,22 +53,36 @@ package final class Metrics: Sendable {
     /// A slice of the request counters that only a few threads (usually one) write, so the
     /// event loops do not all queue on one lock and bounce its cache line per request.
     private final class Shard: Sendable {
-        let routes = Mutex<[String: RouteStats]>([:])
+        /// By route slot (`routeSlot`).
+        let routes = Mutex<[RouteStats]>([])
         // Keeps shards allocated one after another on separate cache lines.
         private let padding: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
     }
     private static let shardCount = 16
     private let shards = (0..<Metrics.shardCount).map { _ in Shard() }
     private let state = Mutex(State())
+    /// Route labels by slot.
+    private let routeNames = Mutex<[String]>([])
     /// Gauges read at scrape time (open connections, database size), set by the wiring.
     private let gauges = Mutex<[String: @Sendable () -> Double]>([:])
 
     package init() {}
 
-    func recordRequest(route: String, status: Int, nanos: UInt64) {
+    /// The number a route's requests are counted under (`recordRequest`), the same for the same
+    /// name: requests are counted in arrays by it, with no string hashed per request.
+    package func routeSlot(_ name: String) -> Int {
+        routeNames.withLock { names in
+            if let slot = names.firstIndex(of: name) { return slot }
+            names.append(name)
+            return names.count - 1
+        }
+    }
+
+    func recordRequest(slot: Int, status: Int, nanos: UInt64) {
         let seconds = Double(nanos) / 1e9
         shards[ThreadSlot.current % Self.shardCount].routes.withLock { routes in
-            routes[route, default: RouteStats()].record(status: status, seconds: seconds)
+            if slot >= routes.count { routes += repeatElement(RouteStats(), count: slot + 1 - routes.count) }
+            routes[slot].record(status: status, seconds: seconds)
         }
     }
 
@@ -114,8 +128,10 @@ package final class Metrics: Sendable {
         // The shards merged: per route and status, and per route.
         var requests: [RequestKey: UInt64] = [:]
         var latency: [String: Histogram] = [:]
+        let names = routeNames.withLock { $0 }
         for shard in shards {
-            for (route, stats) in shard.routes.withLock({ $0 }) {
+            for (slot, stats) in shard.routes.withLock({ $0 }).enumerated() where !stats.statuses.isEmpty {
+                let route = names[slot]
                 for entry in stats.statuses {
                     requests[RequestKey(route: route, status: entry.status), default: 0] += entry.count
                 }

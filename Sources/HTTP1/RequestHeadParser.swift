@@ -399,12 +399,12 @@ struct RequestHeadScanner {
             var lineEnd = colon + 1
             while bytes[lineEnd] != HTTPBytes.cr { lineEnd += 1 }
             let value = trimmingOWS(bytes, (colon + 1)..<lineEnd)
-            list.append((name: string(lineStart, colon), value: string(value.lowerBound, value.upperBound)))
+            list.append((name: fieldName(lineStart, colon), value: string(value.lowerBound, value.upperBound)))
             lineStart = lineEnd + 2
         }
         let headers = HTTPHeaders(list)
         return HTTPRequestHead(
-            method: HTTPMethod(rawValue: string(methodStart, methodEnd)),
+            method: knownMethod() ?? HTTPMethod(rawValue: string(methodStart, methodEnd)),
             target: bytes[targetStart] == HTTPBytes.slash || bytes[targetStart] == HTTPBytes.asterisk
                 ? string(targetStart, targetEnd) : absoluteFormAsOriginForm(),
             version: version,
@@ -442,6 +442,37 @@ struct RequestHeadScanner {
     private func string(_ start: Int, _ end: Int) -> String {
         String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
     }
+
+    /// The method as one of the shared values when it is one (no String made or checked).
+    private func knownMethod() -> HTTPMethod? {
+        if methodIs("GET") { return .GET }
+        if methodIs("POST") { return .POST }
+        if methodIs("PUT") { return .PUT }
+        if methodIs("DELETE") { return .DELETE }
+        if methodIs("PATCH") { return .PATCH }
+        if methodIs("HEAD") { return .HEAD }
+        return nil
+    }
+
+    /// A field name, as the literal of a common one when it is spelled exactly so: no String is
+    /// decoded for the names nearly every request sends.
+    private func fieldName(_ start: Int, _ end: Int) -> String {
+        let name = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
+        for (bytes, string) in Self.commonFieldNames where bytes.utf8CodeUnitCount == name.count {
+            if name.elementsEqual(UnsafeRawBufferPointer(start: bytes.utf8Start, count: bytes.utf8CodeUnitCount)) {
+                return string
+            }
+        }
+        return string(start, end)
+    }
+
+    /// Each name twice: its bytes to compare, and the String handed out (a literal: no copy).
+    private static let commonFieldNames: [(StaticString, String)] = [
+        ("Host", "Host"), ("Content-Type", "Content-Type"), ("Content-Length", "Content-Length"),
+        ("Authorization", "Authorization"), ("Accept", "Accept"), ("User-Agent", "User-Agent"),
+        ("Accept-Encoding", "Accept-Encoding"), ("Connection", "Connection"), ("X-Request-Id", "X-Request-Id"),
+        ("Idempotency-Key", "Idempotency-Key"),
+    ]
 
     private func methodIs(_ name: StaticString) -> Bool {
         guard methodEnd - methodStart == name.utf8CodeUnitCount else { return false }

@@ -144,7 +144,8 @@ package final class Application: Responder {
     let usage: any UnverifiedCallLedger
     /// `Idempotency-Key`s whose first request is running (API.md §13).
     let idempotencyInFlight = IdempotencyInFlight()
-    private let router: Router<Route>
+    /// Slots are indices into `routes`.
+    private let router: Router
     package let routes: [Route]
     /// Where handlers run when the event loops must not wait (`handlerThreads`).
     private let handlerPool: BlockingWorkPool?
@@ -186,8 +187,8 @@ package final class Application: Responder {
         self.routes = routes.map { $0.counted(in: metrics) }
         unmatchedSlot = metrics.routeSlot("unmatched")
         protocolErrorSlot = metrics.routeSlot("protocol_error")
-        var router = Router<Route>()
-        for route in self.routes { router.add(route.method, route.path, route) }
+        var router = Router()
+        for (slot, route) in self.routes.enumerated() { router.add(route.method, route.path, slot: slot) }
         self.router = router
     }
 
@@ -245,9 +246,9 @@ package final class Application: Responder {
                 .methodNotAllowed, message: "\(request.method.rawValue) is not allowed here; use \(methods).")
             error.headers.add(name: "Allow", value: methods)
             throw error
-        case .found(let route, let parameters):
+        case .found(let slot, let parameters):
             context.parameters = parameters
-            return route
+            return routes[slot]
         }
     }
 

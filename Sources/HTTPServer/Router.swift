@@ -1,44 +1,171 @@
 import HTTP1
 
-/// Routes method + path to a value (the application's handler), with `:name` path parameters.
+/// Routes method + path to a slot (the index of the application's handler), with `:name`
+/// path parameters.
 ///
 /// A trie over path segments: literal segments win over a parameter at the same depth, and a
 /// parameter is tried when the literal branch finds nothing. `HEAD` falls back to `GET`
 /// (RFC 9110 §9.3.2: HEAD is GET without the body).
 ///
+/// Not generic over the handler on purpose: a generic type used from another module runs
+/// unspecialized, paying run-time metadata lookups on every match (~300 instructions of a
+/// `/healthz`), while this compiles to concrete code. The caller keeps its handlers in an
+/// array and looks the slot up.
+///
+/// Segments are read from the path's UTF-8 in place (no array of substrings, no `String` per
+/// segment); literal children are few per node, so a byte comparison beats hashing.
+///
 /// ```swift
-/// var router = Router<String>()
-/// router.add(.GET, "/v1/subscribers/:id", "show")
-/// router.match(.GET, path: "/v1/subscribers/abc")   // .found("show", ["id": "abc"])
+/// var router = Router()
+/// router.add(.GET, "/v1/subscribers/:id", slot: 0)
+/// router.match(.GET, path: "/v1/subscribers/abc")   // .found(slot: 0, parameters: ["id": "abc"])
 /// ```
-package struct Router<Handler: Sendable>: Sendable {
+package struct Router: Sendable {
     package enum Match {
-        case found(Handler, parameters: [String: String])
-        /// The path exists but not for this method; `allowed` lists the methods it has.
+        case found(slot: Int, parameters: [String: String])
         case methodNotAllowed(allowed: [HTTPMethod])
         case notFound
     }
 
-    // The trie holds slots into `handlers`; see `RouteTrie` for why it is not generic.
-    private var trie = RouteTrie()
-    private var handlers: [Handler] = []
+    private struct Literal: Sendable {
+        var bytes: [UInt8]
+        var child: Int
+    }
+
+    private struct Endpoint: Sendable {
+        var method: HTTPMethod
+        var slot: Int
+    }
+
+    private struct Node: Sendable {
+        var literals: [Literal] = []
+        var parameterName: String?
+        var parameterChild: Int?
+        var endpoints: [Endpoint] = []
+    }
+
+    /// One decoded path parameter while the search may still backtrack.
+    private struct Parameter {
+        var name: String
+        var value: String
+    }
+
+    // Nodes live in one array and refer to each other by index: value semantics, no classes.
+    private var nodes: [Node] = [Node()]
 
     package init() {}
 
-    /// Adds a route, e.g. `add(.GET, "/v1/subscribers/:id/events", handler)`.
-    /// A second route with the same method and shape replaces the first.
-    package mutating func add(_ method: HTTPMethod, _ path: String, _ handler: Handler) {
-        trie.add(method, path, slot: handlers.count)
-        handlers.append(handler)
+    /// Adds (or, for the same method and shape, replaces) the route to `slot`,
+    /// e.g. `add(.GET, "/v1/subscribers/:id/events", slot: 3)`.
+    package mutating func add(_ method: HTTPMethod, _ path: String, slot: Int) {
+        var current = 0
+        for segment in path.split(separator: "/") {
+            if segment.hasPrefix(":") {
+                let name = String(segment.dropFirst())
+                if let child = nodes[current].parameterChild {
+                    precondition(
+                        nodes[current].parameterName == name,
+                        "conflicting parameter names :\(nodes[current].parameterName ?? "") and :\(name) in \(path)")
+                    current = child
+                } else {
+                    nodes.append(Node())
+                    nodes[current].parameterName = name
+                    nodes[current].parameterChild = nodes.count - 1
+                    current = nodes.count - 1
+                }
+            } else {
+                let bytes = Array(segment.utf8)
+                if let existing = nodes[current].literals.first(where: { $0.bytes == bytes }) {
+                    current = existing.child
+                } else {
+                    nodes.append(Node())
+                    nodes[current].literals.append(Literal(bytes: bytes, child: nodes.count - 1))
+                    current = nodes.count - 1
+                }
+            }
+        }
+        nodes[current].endpoints.removeAll { $0.method == method }
+        nodes[current].endpoints.append(Endpoint(method: method, slot: slot))
     }
 
     /// Matches a request path (without query). Parameter values are percent-decoded;
     /// a value that does not decode to UTF-8 makes the route not match.
     package func match(_ method: HTTPMethod, path: Substring) -> Match {
-        switch trie.match(method, path: path) {
-        case .found(let slot, let parameters): .found(handlers[slot], parameters: parameters)
-        case .methodNotAllowed(let allowed): .methodNotAllowed(allowed: allowed)
-        case .notFound: .notFound
+        var path = path
+        var parameters: [Parameter] = []
+        let found = path.withUTF8 { find($0, from: 0, node: 0, parameters: &parameters) }
+        guard let node = found else { return .notFound }
+        // Most routes have no parameter: skip building (and hashing into) a dictionary for them.
+        var dictionary: [String: String] = [:]
+        for parameter in parameters { dictionary[parameter.name] = parameter.value }
+        let endpoints = nodes[node].endpoints
+        if let endpoint = endpoints.first(where: { $0.method == method }) {
+            return .found(slot: endpoint.slot, parameters: dictionary)
         }
+        // RFC 9110 §9.3.2: HEAD is GET without the body.
+        if method == .HEAD, let endpoint = endpoints.first(where: { $0.method == .GET }) {
+            return .found(slot: endpoint.slot, parameters: dictionary)
+        }
+        var allowed = endpoints.map(\.method)
+        if allowed.contains(.GET) && !allowed.contains(.HEAD) { allowed.append(.HEAD) }
+        return .methodNotAllowed(allowed: allowed)
+    }
+
+    /// Depth-first from `start`: literal child first, then the parameter child. Empty segments
+    /// are skipped (`//a/` is `/a`). Only nodes with endpoints end a match.
+    private func find(
+        _ path: UnsafeBufferPointer<UInt8>, from start: Int, node index: Int, parameters: inout [Parameter]
+    ) -> Int? {
+        let slash = UInt8(ascii: "/")
+        var segmentStart = start
+        while segmentStart < path.count, path[segmentStart] == slash { segmentStart += 1 }
+        guard segmentStart < path.count else {
+            return nodes[index].endpoints.isEmpty ? nil : index
+        }
+        var segmentEnd = segmentStart
+        while segmentEnd < path.count, path[segmentEnd] != slash { segmentEnd += 1 }
+        let segment = UnsafeBufferPointer(rebasing: path[segmentStart..<segmentEnd])
+
+        if let literal = nodes[index].literals.first(where: { $0.bytes.elementsEqual(segment) }),
+            let found = find(path, from: segmentEnd, node: literal.child, parameters: &parameters)
+        {
+            return found
+        }
+        if let child = nodes[index].parameterChild, let name = nodes[index].parameterName,
+            let value = percentDecode(segment)
+        {
+            parameters.append(Parameter(name: name, value: value))
+            if let found = find(path, from: segmentEnd, node: child, parameters: &parameters) { return found }
+            parameters.removeLast()
+        }
+        return nil
+    }
+}
+
+/// Decodes `%XX` escapes (RFC 3986 §2.1); nil for a malformed escape or invalid UTF-8.
+func percentDecode(_ segment: UnsafeBufferPointer<UInt8>) -> String? {
+    guard segment.contains(UInt8(ascii: "%")) else { return String(decoding: segment, as: UTF8.self) }
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(segment.count)
+    var iterator = segment.makeIterator()
+    while let byte = iterator.next() {
+        guard byte == UInt8(ascii: "%") else {
+            bytes.append(byte)
+            continue
+        }
+        guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+            return nil
+        }
+        bytes.append(high << 4 | low)
+    }
+    return String(validating: bytes, as: UTF8.self)
+}
+
+private func hexValue(_ byte: UInt8) -> UInt8? {
+    switch byte {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+    case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+    default: nil
     }
 }

@@ -2,13 +2,21 @@ import HTTP1
 
 /// A whole request as the application sees it: head plus the decoded body
 /// (de-chunked and, when `Content-Encoding: gzip` was sent, decompressed).
-package struct HTTPRequest: Sendable, Equatable {
-    package var head: HTTPRequestHead
-    package var body: [UInt8]
+///
+/// An immutable object: it travels from the connection's state machine through the
+/// application's request context and its answer, and a reference is one retain per copy where
+/// the struct (method, target, fields, body) was four.
+package final class HTTPRequest: Sendable, Equatable {
+    package let head: HTTPRequestHead
+    package let body: [UInt8]
 
     package init(head: HTTPRequestHead, body: [UInt8]) {
         self.head = head
         self.body = body
+    }
+
+    package static func == (lhs: HTTPRequest, rhs: HTTPRequest) -> Bool {
+        lhs.head == rhs.head && lhs.body == rhs.body
     }
 
     package var method: HTTPMethod { head.method }

@@ -68,8 +68,7 @@ package enum Envelope {
     /// A JSON string. Request ids are printable ASCII without `"` or `\\` (`Application.requestID`
     /// keeps only such ids), so they are copied as they are; anything else goes to the serializer.
     private static func appendString(_ string: String, to bytes: inout [UInt8]) {
-        var string = string
-        string.withUTF8 { text in
+        withUTF8Bytes(string) { text in
             if text.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
                 bytes.append(UInt8(ascii: "\""))
                 bytes.append(contentsOf: text)

@@ -6,13 +6,16 @@ func bodyFramingImpl(of head: HTTPRequestHead) -> Result<HTTPBodyFraming, HTTPPa
     var hostIsValid = true
     var hasTransferEncoding = false
     var hasContentLength = false
-    for field in head.headers {
-        if HTTPHeaders.namesEqual(field.name, "host") {
+    // By index: binding each field would retain and release its strings (every request).
+    let fields = head.headers.fields
+    for i in fields.indices {
+        let name = fields[i].name
+        if HTTPHeaders.namesEqual(name, "host" as StaticString) {
             hostCount += 1
-            hostIsValid = hostIsValid && isValidHost(field.value)
-        } else if HTTPHeaders.namesEqual(field.name, "transfer-encoding") {
+            hostIsValid = hostIsValid && isValidHost(fields[i].value)
+        } else if HTTPHeaders.namesEqual(name, "transfer-encoding" as StaticString) {
             hasTransferEncoding = true
-        } else if HTTPHeaders.namesEqual(field.name, "content-length") {
+        } else if HTTPHeaders.namesEqual(name, "content-length" as StaticString) {
             hasContentLength = true
         }
     }
@@ -44,8 +47,7 @@ private func transferCodingFraming(_ headers: HTTPHeaders) -> Result<HTTPBodyFra
     /// refused request pays for this string.
     var firstUnknown: String?
     for field in headers where HTTPHeaders.namesEqual(field.name, "transfer-encoding") {
-        var value = field.value
-        value.withUTF8 { bytes in
+        withUTF8Bytes(field.value) { bytes in
             var elements = ListElements(bytes)
             while let element = elements.next() {
                 let coding = UnsafeBufferPointer(rebasing: bytes[element])
@@ -71,8 +73,7 @@ private func transferCodingFraming(_ headers: HTTPHeaders) -> Result<HTTPBodyFra
 private func contentLengthFraming(_ headers: HTTPHeaders) -> Result<HTTPBodyFraming, HTTPParseError> {
     var length: Int?
     for field in headers where HTTPHeaders.namesEqual(field.name, "content-length") {
-        var value = field.value
-        let error = value.withUTF8 { bytes -> HTTPParseError? in
+        let error = withUTF8Bytes(field.value) { bytes -> HTTPParseError? in
             // Not `ListElements`: an empty element (`5,`) is an error here, not skipped.
             var start = 0
             while start <= bytes.count {

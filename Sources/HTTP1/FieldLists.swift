@@ -50,14 +50,16 @@ package enum HTTPContentCoding: Hashable, Sendable {
 extension HTTPHeaders {
     /// Whether a field `name` lists `token`, ASCII case-insensitively (`Connection: close`,
     /// `Expect: 100-continue`).
-    package func containsToken(_ token: StaticString, inField name: String) -> Bool {
-        fields.contains { Self.namesEqual($0.name, name) && Self.list($0.value, containsToken: token) }
+    package func containsToken(_ token: StaticString, inField name: StaticString) -> Bool {
+        for i in fields.indices where Self.namesEqual(fields[i].name, name) {
+            if Self.list(fields[i].value, containsToken: token) { return true }
+        }
+        return false
     }
 
     /// Whether the comma-separated `value` has `token` as an element, ASCII case-insensitively.
     package static func list(_ value: String, containsToken token: StaticString) -> Bool {
-        var value = value
-        return value.withUTF8 { bytes in
+        return withUTF8Bytes(value) { bytes in
             var elements = ListElements(bytes)
             while let element = elements.next() {
                 if equalsIgnoringCase(UnsafeBufferPointer(rebasing: bytes[element]), token) { return true }
@@ -71,9 +73,8 @@ extension HTTPHeaders {
     package var acceptsGzip: Bool {
         var gzip: Bool?
         var star: Bool?
-        for field in fields where Self.namesEqual(field.name, "Accept-Encoding") {
-            var value = field.value
-            value.withUTF8 { bytes in
+        for i in fields.indices where Self.namesEqual(fields[i].name, "Accept-Encoding" as StaticString) {
+            withUTF8Bytes(fields[i].value) { bytes in
                 var elements = ListElements(bytes)
                 while let element = elements.next() {
                     let item = UnsafeBufferPointer(rebasing: bytes[element])
@@ -95,9 +96,8 @@ extension HTTPHeaders {
     /// The request body's content coding: `identity` elements are no coding; one gzip is gzip.
     package var contentCoding: HTTPContentCoding {
         var coding = HTTPContentCoding.identity
-        for field in fields where Self.namesEqual(field.name, "Content-Encoding") {
-            var value = field.value
-            value.withUTF8 { bytes in
+        for i in fields.indices where Self.namesEqual(fields[i].name, "Content-Encoding" as StaticString) {
+            withUTF8Bytes(fields[i].value) { bytes in
                 var elements = ListElements(bytes)
                 while let element = elements.next() {
                     let name = UnsafeBufferPointer(rebasing: bytes[element])

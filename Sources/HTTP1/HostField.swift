@@ -11,8 +11,7 @@
 
 /// Whether `value` is a valid `Host` field value.
 func isValidHost(_ value: String) -> Bool {
-    var value = value
-    return value.withUTF8 { bytes in
+    return withUTF8Bytes(value) { bytes in
         if bytes.isEmpty { return true }
         var hostEnd: Int
         if bytes[0] == UInt8(ascii: "[") {

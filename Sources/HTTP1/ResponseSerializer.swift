@@ -61,18 +61,22 @@ package func serializeResponse(
     var hasDate = false
     var variesByEncoding = false
     var length = 9 + decimalLength(code) + 1 + status.reasonPhrase.utf8CodeUnitCount + 2 + 2
-    for field in headers {
-        switch FramingField(name: field.name) {
+    // By index, not `for field in`: binding each field would retain and release its strings.
+    let fields = headers.fields
+    for i in fields.indices {
+        switch FramingField(name: fields[i].name) {
         case .contentLength, .transferEncoding, .connection:
             continue
         case .date:
             hasDate = true
         case .vary:
-            if framing.gzip, HTTPHeaders.list(field.value, containsToken: "accept-encoding") { variesByEncoding = true }
+            if framing.gzip, HTTPHeaders.list(fields[i].value, containsToken: "accept-encoding") {
+                variesByEncoding = true
+            }
         case .other:
             break
         }
-        length += field.name.utf8.count + 2 + field.value.utf8.count + 2
+        length += fields[i].name.utf8.count + 2 + fields[i].value.utf8.count + 2
     }
     let gzipFields = framing.gzip && !bodyless
     if gzipFields { length += 24 + (variesByEncoding ? 0 : 23) }
@@ -90,10 +94,10 @@ package func serializeResponse(
         head.byte(HTTPBytes.sp)
         head.literal(status.reasonPhrase)
         head.literal("\r\n")
-        for field in headers {
-            switch FramingField(name: field.name) {
+        for i in fields.indices {
+            switch FramingField(name: fields[i].name) {
             case .contentLength, .transferEncoding, .connection: continue
-            default: head.field(field.name, field.value)
+            default: head.field(fields[i].name, fields[i].value)
             }
         }
         // The fields below are ours: names and values known clean.
@@ -194,9 +198,8 @@ private struct HeadWriter {
     /// The UTF-8 of `text`, with CR, LF and NUL written as SP: a value taken from a request
     /// must never end the line it is written on (response splitting).
     private mutating func sanitized(_ text: String) {
-        var text = text
         let start = base + count
-        let n = text.withUTF8 { bytes in
+        let n = withUTF8Bytes(text) { bytes in
             guard let source = bytes.baseAddress else { return 0 }
             start.initialize(from: source, count: bytes.count)
             return bytes.count

@@ -79,16 +79,13 @@ package struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, 
     package static func namesEqual(_ a: String, _ b: String) -> Bool {
         // Most names compared differ in length; `utf8.count` knows that without reaching the bytes.
         guard a.utf8.count == b.utf8.count else { return false }
-        var a = a
-        var b = b
-        return a.withUTF8 { x in b.withUTF8 { y in asciiCaseInsensitiveEqual(x, y) } }
+        return withUTF8Bytes(a) { x in withUTF8Bytes(b) { y in asciiCaseInsensitiveEqual(x, y) } }
     }
 
     /// `namesEqual` against a name of our own, without making it a String.
     package static func namesEqual(_ a: String, _ b: StaticString) -> Bool {
         guard a.utf8.count == b.utf8CodeUnitCount else { return false }
-        var a = a
-        return a.withUTF8 { x in
+        return withUTF8Bytes(a) { x in
             asciiCaseInsensitiveEqual(x, UnsafeBufferPointer(start: b.utf8Start, count: b.utf8CodeUnitCount))
         }
     }
@@ -212,8 +209,7 @@ package struct HTTPRequestHead: Sendable, Equatable {
     /// Where `?` is. Searched in the UTF-8 bytes: an ASCII byte needs no grapheme breaking, and
     /// a buffer scan is a few instructions a byte where the UTF-8 view's indices were ~20.
     private var queryMark: String.Index? {
-        var target = target
-        guard let offset = target.withUTF8({ $0.firstIndex(of: UInt8(ascii: "?")) }) else { return nil }
+        guard let offset = withUTF8Bytes(target, { $0.firstIndex(of: UInt8(ascii: "?")) }) else { return nil }
         return target.utf8.index(target.utf8.startIndex, offsetBy: offset)
     }
 }
@@ -223,4 +219,14 @@ package enum HTTPBodyFraming: Hashable, Sendable {
     case none
     case contentLength(Int)
     case chunked
+}
+
+/// The UTF-8 of `string` in place, without the copy (a retain and a release) that
+/// `String.withUTF8` needs for being mutating; a string that is not contiguous UTF-8
+/// (bridged) is copied first.
+@inline(__always)
+package func withUTF8Bytes<R>(_ string: String, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+    if let result = try string.utf8.withContiguousStorageIfAvailable(body) { return result }
+    var copy = string
+    return try copy.withUTF8(body)
 }

@@ -36,6 +36,13 @@ package enum IDRules {
             if utf8.first == 0x20 || utf8.last == 0x20 {
                 throw .invalidExternalID("The external id has leading or trailing whitespace.")
             }
+            // The placeholder check below on bytes too: no lowercased copy, no Set hashing.
+            if blocked.isEmpty {
+                if isASCIIPlaceholder(id) {
+                    throw .invalidExternalID("'\(id)' looks like a placeholder, not a user id.")
+                }
+                return
+            }
         } else {
             try validateExternalIDScalars(id)
         }
@@ -47,6 +54,29 @@ package enum IDRules {
         if placeholderIDs.contains(folded) || blocked.contains(where: { $0.lowercased() == folded }) {
             throw .invalidExternalID("'\(id)' looks like a placeholder, not a user id.")
         }
+    }
+
+    /// `placeholderIDs` as bytes, for `isASCIIPlaceholder`.
+    private static let placeholderBytes: [[UInt8]] = placeholderIDs.map { Array($0.utf8) }
+
+    /// Whether a printable-ASCII id is a placeholder once lowercased and unquoted: the same
+    /// answer as the general path below (quotes stripped in the same order), on the bytes in place.
+    private static func isASCIIPlaceholder(_ id: String) -> Bool {
+        func check(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+            var start = 0
+            var end = bytes.count
+            for quote in [UInt8(ascii: "\""), UInt8(ascii: "'"), UInt8(ascii: "`")]
+            where end - start >= 2 && bytes[start] == quote && bytes[end - 1] == quote {
+                start += 1
+                end -= 1
+            }
+            let id = bytes[start..<end]
+            return placeholderBytes.contains { placeholder in
+                placeholder.count == id.count
+                    && zip(placeholder, id).allSatisfy { $0 == ($1 >= 65 && $1 <= 90 ? $1 | 0x20 : $1) }
+            }
+        }
+        return id.utf8.withContiguousStorageIfAvailable(check) ?? Array(id.utf8).withUnsafeBufferPointer(check)
     }
 
     /// The general case of `validateExternalID`: any Unicode.

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Instructions per request of `GET /healthz` and of a cached `GET /v1/subscribers/{id}`, counted
+# by callgrind over the whole server process while wrk (4 connections) sends them. Like
+# bench/webhook-outbox-instructions.sh, these counts repeat within ~1 % however loaded the machine
+# is, so they compare two builds where req/s cannot; they are how the HTTP path's cuts were
+# measured (bench/README.md).
+#
+#   bench/request-instructions.sh                        # release build, both paths
+#   BUZZKIT_BINARY=/tmp/other ONLY=healthz bench/request-instructions.sh
+#
+# Prints instructions per request and where the callgrind files are
+# (callgrind_annotate --inclusive=yes FILE shows where they go).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BUZZKIT_BINARY:-.build/release/buzzkit}
+ONLY=${ONLY:-healthz,get}
+[ -x "$BIN" ] || { echo "no $BIN: swift build -c release --product buzzkit"; exit 1; }
+command -v valgrind >/dev/null || { echo "needs valgrind"; exit 1; }
+command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
+OUT=${OUT:-$(mktemp -d)}
+
+measure() {  # measure healthz|get → "requests instructions"
+    local which=$1 work key server base path secret=""
+    work=$(mktemp -d)
+    key="bk_ws_$(python3 -c 'import secrets,string; print("".join(secrets.choice(string.ascii_letters+string.digits) for _ in range(32)))')"
+    echo '{"logLevel":"warn","clientKeyRatePerSecond":0}' >"$work/config.json"
+    BUZZKIT_BOOTSTRAP_WORKSPACE_KEY="$key" \
+        valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/callgrind.$which.%p" \
+        "$BIN" serve --port 0 --database "$work/db.sqlite" --config "$work/config.json" \
+        >"$work/stdout" 2>"$work/stderr" &
+    server=$!
+    for _ in $(seq 600); do grep -q listening "$work/stdout" 2>/dev/null && break; sleep 0.1; done
+    base=$(sed -n 's/^listening on //p' "$work/stdout")
+    path=/healthz
+    : >"$work/headers.lua"
+    if [ "$which" = get ]; then
+        secret=$(curl -sf -X POST "$base/v1/tenants" -H "Authorization: Bearer $key" \
+            -H 'Content-Type: application/json' -d '{"name":"t"}' |
+            python3 -c "import json,sys; print(json.load(sys.stdin)['data']['secretKey'])")
+        curl -sf -X PUT "$base/v1/subscribers/user-1" -H "Authorization: Bearer $secret" \
+            -H 'Content-Type: application/json' \
+            -d '{"email":"a@example.com","attributes":{"plan":"pro","n":3}}' >/dev/null
+        echo "wrk.headers[\"Authorization\"] = \"Bearer $secret\"" >"$work/headers.lua"
+        path=/v1/subscribers/user-1
+    fi
+    wrk -t1 -c4 -d2s -s "$work/headers.lua" "$base$path" >/dev/null  # warm-up (fills the caches), not counted
+    callgrind_control -i on "$server" >/dev/null 2>&1
+    local n
+    n=$(wrk -t1 -c4 -d5s -s "$work/headers.lua" "$base$path" | awk '/requests in/ {print $1}')
+    callgrind_control -d "$server" >/dev/null 2>&1
+    kill "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+    rm -rf "$work"
+    echo "$n $(awk '/^summary:/ {print $2}' "$OUT"/callgrind."$which".$server.1)"
+}
+
+for which in healthz get; do
+    [[ ",$ONLY," == *",$which,"* ]] || continue
+    read -r n instructions < <(measure "$which")
+    echo "$which: $((instructions / n)) instructions per request ($n requests)"
+done
+echo "callgrind files: $OUT"

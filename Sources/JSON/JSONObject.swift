@@ -66,6 +66,12 @@ package struct JSONObject: Sendable {
         }
     }
 
+    /// Room for `count` members without growing (the parser's objects start with a few).
+    package mutating func reserveCapacity(_ count: Int) {
+        keys.reserveCapacity(count)
+        values.reserveCapacity(count)
+    }
+
     /// Adds a member known to be new at the end, keeping the index (if any) current.
     private mutating func append(_ key: String, _ value: JSONValue) {
         keys.append(key)

@@ -168,7 +168,14 @@ private struct Parser {
                     break
                 }
                 var frame = Frame(isObject: isObject)
-                if isObject { (frame.key, frame.keyOffset) = try parseKey() }
+                // Most objects and arrays are small: room for a few members at once instead of
+                // growing the storage at one, two and four (an allocation and a copy each).
+                if isObject {
+                    frame.object.reserveCapacity(4)
+                    (frame.key, frame.keyOffset) = try parseKey()
+                } else {
+                    frame.array.reserveCapacity(4)
+                }
                 stack.append(frame)
                 continue expectingValue
             case ASCII.quote:

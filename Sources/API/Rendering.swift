@@ -42,17 +42,14 @@ enum Rendering {
     /// `{"subscriber": …}` as bytes: the snapshot's own JSON is made once per snapshot and kept
     /// with it, so a cached snapshot served many times is not rendered again.
     static func subscriberData(_ s: SubscriberSnapshot) -> [UInt8] {
-        let own = s.rendered.bytes {
+        // Kept whole, `{"subscriber":…}`: a cached GET sends these very bytes, copied nowhere.
+        s.rendered.bytes {
             var bytes: [UInt8] = []
+            bytes.append(contentsOf: #"{"subscriber":"#.utf8)
             subscriber(s).serialize(into: &bytes)
+            bytes.append(UInt8(ascii: "}"))
             return bytes
         }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(own.count + 16)
-        bytes.append(contentsOf: #"{"subscriber":"#.utf8)
-        bytes.append(contentsOf: own)
-        bytes.append(UInt8(ascii: "}"))
-        return bytes
     }
 
     static func pushSubscription(_ p: PushSubscriptionRecord) -> JSONValue {

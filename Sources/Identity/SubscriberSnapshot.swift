@@ -2,9 +2,10 @@ import Synchronization
 
 /// Everything the API shows of one subscriber (API.md §4), read in one transaction.
 ///
-/// Immutable, so what was rendered of it once (`rendered`) stays true of every copy: a cached
-/// snapshot served many times is turned into JSON once.
-package struct SubscriberSnapshot: Sendable {
+/// Immutable, so what was rendered of it once (`rendered`) stays true: a cached snapshot served
+/// many times is turned into JSON once. An object, so handing a cached one from the cache through
+/// the read's callbacks to the renderer is a retain, not a copy of every field (~10 retains).
+package final class SubscriberSnapshot: Sendable {
     package let record: SubscriberRecord
     package let attributes: [(name: String, entry: AttributeEntry)]
     package let aliases: [String]
@@ -39,7 +40,7 @@ package struct SubscriberSnapshot: Sendable {
     }
 }
 
-/// Bytes computed on first use and kept: shared by every copy of the value that holds it.
+/// Bytes computed on first use and kept.
 package final class RenderedOnce: Sendable {
     private let bytes = Mutex<[UInt8]?>(nil)
 

@@ -224,7 +224,7 @@ package enum HTTPBodyFraming: Hashable, Sendable {
 /// The UTF-8 of `string` in place, without the copy (a retain and a release) that
 /// `String.withUTF8` needs for being mutating; a string that is not contiguous UTF-8
 /// (bridged) is copied first.
-@inline(__always)
+@inlinable @inline(__always)
 package func withUTF8Bytes<R>(_ string: String, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
     if let result = try string.utf8.withContiguousStorageIfAvailable(body) { return result }
     var copy = string

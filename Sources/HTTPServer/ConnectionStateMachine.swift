@@ -16,7 +16,9 @@ struct ConnectionStateMachine {
         /// Hand this request to the application, then call `responseReady` with its answer.
         case deliver(HTTPRequest)
         /// Ask the application to render this refusal, then call `responseReady` with it.
-        case renderError(HTTPParseError, HTTPRequestHead?)
+        /// Boxed: a head inline made every action as large as a head, and every copy or
+        /// destroy of one (several per request) a switch over all of its fields.
+        indirect case renderError(HTTPParseError, HTTPRequestHead?)
         /// Close the connection. `graceful`: a response went out and the peer may still be
         /// sending, so shut down writing and drain before closing (avoids an RST eating the response).
         case close(graceful: Bool)

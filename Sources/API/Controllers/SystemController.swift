@@ -9,17 +9,18 @@ enum SystemController {
     static let openAPIDocument: [UInt8] = Array((embeddedOpenAPIDocuments.first?.contents ?? "{}").utf8)
 
     /// `/healthz`'s data, serialised once: a load balancer asks many times a second.
-    static let healthData = JSONValue.object(["status": "ok"])
     static let healthBytes: [UInt8] = {
         var bytes: [UInt8] = []
-        healthData.serialize(into: &bytes)
+        JSONValue.object(["status": "ok"]).serialize(into: &bytes)
         return bytes
     }()
 
     static func routes(metrics: Metrics, store: any IdentityStore) -> [Route] {
         [
             Route(method: .GET, path: "/healthz", access: .open, operationID: "getHealth") { _ in
-                var reply = Reply(healthData)
+                // Only the bytes: a JSON tree in the reply too would be retained and released
+                // with every copy of it.
+                var reply = Reply(.null)
                 reply.serializedData = healthBytes
                 return .reply(reply)
             },

@@ -60,7 +60,9 @@ package func serializeResponse(
     // written minus the framing ones we set ourselves.
     var hasDate = false
     var variesByEncoding = false
-    var length = 9 + decimalLength(code) + 1 + status.reasonPhrase.utf8CodeUnitCount + 2 + 2
+    var length =
+        Head.version.utf8CodeUnitCount + decimalLength(code) + 1 + status.reasonPhrase.utf8CodeUnitCount
+        + 2 * Head.crlf.utf8CodeUnitCount
     // By index, not `for field in`: binding each field would retain and release its strings.
     let fields = headers.fields
     for i in fields.indices {
@@ -79,21 +81,30 @@ package func serializeResponse(
         length += fields[i].name.utf8.count + 2 + fields[i].value.utf8.count + 2
     }
     let gzipFields = framing.gzip && !bodyless
-    if gzipFields { length += 24 + (variesByEncoding ? 0 : 23) }
-    if writesLength { length += 16 + decimalLength(body.count) + 2 }
-    if !hasDate { length += 6 + date.utf8.count + 2 }
-    if framing.closing { length += 19 } else if framing.requestVersion == .http1_0 { length += 24 }
+    if gzipFields {
+        length += Head.contentEncodingGzip.utf8CodeUnitCount
+        if !variesByEncoding { length += Head.varyAcceptEncoding.utf8CodeUnitCount }
+    }
+    if writesLength {
+        length += Head.contentLength.utf8CodeUnitCount + decimalLength(body.count) + Head.crlf.utf8CodeUnitCount
+    }
+    if !hasDate { length += "Date: ".utf8.count + date.utf8.count + Head.crlf.utf8CodeUnitCount }
+    if framing.closing {
+        length += Head.connectionClose.utf8CodeUnitCount
+    } else if framing.requestVersion == .http1_0 {
+        length += Head.connectionKeepAlive.utf8CodeUnitCount
+    }
 
     // Second pass: the head written in place, then appended with the body: two copies into
     // `output` instead of one `Array.append` per piece (~80 instructions each).
     output.reserveCapacity(output.count + length + (writesBody ? body.count : 0))
     withUnsafeTemporaryAllocation(of: UInt8.self, capacity: length) { room in
-        var head = HeadWriter(room.baseAddress!)
-        head.literal("HTTP/1.1 ")
+        var head = HeadWriter(room)
+        head.literal(Head.version)
         head.decimal(code)
         head.byte(HTTPBytes.sp)
         head.literal(status.reasonPhrase)
-        head.literal("\r\n")
+        head.literal(Head.crlf)
         for i in fields.indices {
             switch FramingField(name: fields[i].name) {
             case .contentLength, .transferEncoding, .connection: continue
@@ -102,27 +113,38 @@ package func serializeResponse(
         }
         // The fields below are ours: names and values known clean.
         if gzipFields {
-            head.literal("Content-Encoding: gzip\r\n")
-            if !variesByEncoding { head.literal("Vary: Accept-Encoding\r\n") }
+            head.literal(Head.contentEncodingGzip)
+            if !variesByEncoding { head.literal(Head.varyAcceptEncoding) }
         }
         if writesLength {
             // For HEAD this is the length the GET body would have had (RFC 9110 §9.3.2).
-            head.literal("Content-Length: ")
+            head.literal(Head.contentLength)
             head.decimal(body.count)
-            head.literal("\r\n")
+            head.literal(Head.crlf)
         }
         if !hasDate { head.field("Date", date) }
         if framing.closing {
-            head.literal("Connection: close\r\n")
+            head.literal(Head.connectionClose)
         } else if framing.requestVersion == .http1_0 {
             // RFC 9112 §9.3: a 1.0 client only keeps the connection if we say so.
-            head.literal("Connection: keep-alive\r\n")
+            head.literal(Head.connectionKeepAlive)
         }
-        head.literal("\r\n")
+        head.literal(Head.crlf)
         assert(head.count == length, "response head length miscounted")
         output.append(contentsOf: UnsafeBufferPointer(rebasing: room[..<head.count]))
     }
     if writesBody { output.append(contentsOf: body) }
+}
+
+/// The fixed text of a head: named, so the first pass counts exactly what the second writes.
+private enum Head {
+    static let version: StaticString = "HTTP/1.1 "
+    static let crlf: StaticString = "\r\n"
+    static let contentEncodingGzip: StaticString = "Content-Encoding: gzip\r\n"
+    static let varyAcceptEncoding: StaticString = "Vary: Accept-Encoding\r\n"
+    static let contentLength: StaticString = "Content-Length: "
+    static let connectionClose: StaticString = "Connection: close\r\n"
+    static let connectionKeepAlive: StaticString = "Connection: keep-alive\r\n"
 }
 
 /// The response fields the serializer owns or looks at, told apart by length first: one
@@ -157,26 +179,39 @@ private func decimalLength(_ value: Int) -> Int {
     return digits
 }
 
-/// Writes a response head into memory sized for it beforehand (`serializeResponse`'s first pass).
+/// Writes a response head into memory sized for it beforehand (`serializeResponse`'s first
+/// pass). Every write checks the room left: a miscount stops the process rather than writing
+/// past the buffer.
 private struct HeadWriter {
     let base: UnsafeMutablePointer<UInt8>
+    let capacity: Int
     var count = 0
 
-    init(_ base: UnsafeMutablePointer<UInt8>) { self.base = base }
+    init(_ room: UnsafeMutableBufferPointer<UInt8>) {
+        base = room.baseAddress!
+        capacity = room.count
+    }
+
+    private func makeRoom(_ n: Int) {
+        precondition(n <= capacity - count, "response head longer than counted")
+    }
 
     mutating func byte(_ b: UInt8) {
+        makeRoom(1)
         base[count] = b
         count += 1
     }
 
     /// Bytes of our own, known clean.
     mutating func literal(_ text: StaticString) {
+        makeRoom(text.utf8CodeUnitCount)
         (base + count).initialize(from: text.utf8Start, count: text.utf8CodeUnitCount)
         count += text.utf8CodeUnitCount
     }
 
     mutating func decimal(_ value: Int) {
         let digits = decimalLength(value)
+        makeRoom(digits)
         var n = UInt(max(value, 0))
         for i in stride(from: count + digits - 1, through: count, by: -1) {
             base[i] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: n % 10)
@@ -201,6 +236,7 @@ private struct HeadWriter {
         let start = base + count
         let n = withUTF8Bytes(text) { bytes in
             guard let source = bytes.baseAddress else { return 0 }
+            makeRoom(bytes.count)
             start.initialize(from: source, count: bytes.count)
             return bytes.count
         }

@@ -65,7 +65,7 @@ package enum Envelope {
         bytes.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
     }
 
-    /// A JSON string. Request ids are printable ASCII without `"` or `\\` (`Application.requestID`
+    /// A JSON string. Request ids are printable ASCII without `"` or `\` (`Application.requestID`
     /// keeps only such ids), so they are copied as they are; anything else goes to the serializer.
     private static func appendString(_ string: String, to bytes: inout [UInt8]) {
         withUTF8Bytes(string) { text in

@@ -457,10 +457,10 @@ struct RequestHeadScanner {
     /// A field name, as the literal of a common one when it is spelled exactly so: no String is
     /// decoded for the names nearly every request sends.
     private func fieldName(_ start: Int, _ end: Int) -> String {
-        let name = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
-        for (bytes, string) in Self.commonFieldNames where bytes.utf8CodeUnitCount == name.count {
-            if name.elementsEqual(UnsafeRawBufferPointer(start: bytes.utf8Start, count: bytes.utf8CodeUnitCount)) {
-                return string
+        let sent = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
+        for (literal, name) in Self.commonFieldNames where literal.utf8CodeUnitCount == sent.count {
+            if sent.elementsEqual(UnsafeRawBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount)) {
+                return name
             }
         }
         return string(start, end)

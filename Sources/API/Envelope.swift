@@ -25,7 +25,7 @@ package enum Envelope {
         append(#","error":null,"metadata":"#, to: &bytes)
         if warnings.isEmpty && extra.isEmpty {
             append(#"{"requestId":"#, to: &bytes)
-            appendString(requestID, to: &bytes)
+            JSONValue.serialize(string: requestID, into: &bytes)
             bytes.append(UInt8(ascii: "}"))
         } else {
             var metadata: JSONObject = ["requestId": .string(requestID)]
@@ -63,20 +63,6 @@ package enum Envelope {
     /// Bytes of the envelope's own text: one copy, not the String's UTF-8 view walked.
     private static func append(_ literal: StaticString, to bytes: inout [UInt8]) {
         bytes.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
-    }
-
-    /// A JSON string. Request ids are printable ASCII without `"` or `\` (`Application.requestID`
-    /// keeps only such ids), so they are copied as they are; anything else goes to the serializer.
-    private static func appendString(_ string: String, to bytes: inout [UInt8]) {
-        withUTF8Bytes(string) { text in
-            if text.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
-                bytes.append(UInt8(ascii: "\""))
-                bytes.append(contentsOf: text)
-                bytes.append(UInt8(ascii: "\""))
-            } else {
-                JSONValue.string(String(decoding: text, as: UTF8.self)).serialize(into: &bytes)
-            }
-        }
     }
 
     private static func render(_ warnings: [IdentityWarning]) -> JSONValue {

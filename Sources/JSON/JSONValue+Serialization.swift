@@ -96,34 +96,40 @@ extension JSONValue {
         return total
     }
 
-    private static func serialize(string: String, into output: inout [UInt8]) {
+    /// `string` as a JSON string, quoted and escaped: what `.string(string).serialize(into:)`
+    /// writes, without making the value. Clean runs are copied whole.
+    package static func serialize(string: String, into output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
-        var string = string
-        string.withUTF8 { bytes in
-            var runStart = 0
-            for (index, byte) in bytes.enumerated()
-            where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                // Copy the clean run before this byte in one append, then its escape.
-                output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
-                runStart = index + 1
-                output.append(UInt8(ascii: "\\"))
-                switch byte {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"): output.append(byte)
-                case 0x08: output.append(UInt8(ascii: "b"))
-                case 0x09: output.append(UInt8(ascii: "t"))
-                case 0x0A: output.append(UInt8(ascii: "n"))
-                case 0x0C: output.append(UInt8(ascii: "f"))
-                case 0x0D: output.append(UInt8(ascii: "r"))
-                default:
-                    output.append(UInt8(ascii: "u"))
-                    output.append(UInt8(ascii: "0"))
-                    output.append(UInt8(ascii: "0"))
-                    output.append(hexDigits[Int(byte >> 4)])
-                    output.append(hexDigits[Int(byte & 0x0F)])
-                }
-            }
-            output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
+        // Read in place: `withUTF8` is mutating, so it would copy (retain and release) the string.
+        if string.utf8.withContiguousStorageIfAvailable({ appendEscaped($0, into: &output) }) == nil {
+            Array(string.utf8).withUnsafeBufferPointer { appendEscaped($0, into: &output) }
         }
         output.append(UInt8(ascii: "\""))
+    }
+
+    private static func appendEscaped(_ bytes: UnsafeBufferPointer<UInt8>, into output: inout [UInt8]) {
+        var runStart = 0
+        for (index, byte) in bytes.enumerated()
+        where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+            // Copy the clean run before this byte in one append, then its escape.
+            output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+            runStart = index + 1
+            output.append(UInt8(ascii: "\\"))
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): output.append(byte)
+            case 0x08: output.append(UInt8(ascii: "b"))
+            case 0x09: output.append(UInt8(ascii: "t"))
+            case 0x0A: output.append(UInt8(ascii: "n"))
+            case 0x0C: output.append(UInt8(ascii: "f"))
+            case 0x0D: output.append(UInt8(ascii: "r"))
+            default:
+                output.append(UInt8(ascii: "u"))
+                output.append(UInt8(ascii: "0"))
+                output.append(UInt8(ascii: "0"))
+                output.append(hexDigits[Int(byte >> 4)])
+                output.append(hexDigits[Int(byte & 0x0F)])
+            }
+        }
+        output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
     }
 }

@@ -83,21 +83,10 @@ package final class Route: Sendable {
     package let handlerWaits: Bool
     /// "GET /v1/subscribers/:id": the route label of logs and metrics, made once.
     package let name: String
-    /// Where its request counts go in `Metrics` (`Metrics.routeSlot`); set by `Application`.
-    let metricsSlot: Int
 
-    package convenience init(
+    package init(
         method: HTTPMethod, path: String, access: RouteAccess, operationID: String,
         handler: @escaping @Sendable (RequestContext) throws -> Outcome, handlerWaits: Bool = true
-    ) {
-        self.init(
-            method: method, path: path, access: access, operationID: operationID, handler: handler,
-            handlerWaits: handlerWaits, metricsSlot: -1)
-    }
-
-    private init(
-        method: HTTPMethod, path: String, access: RouteAccess, operationID: String,
-        handler: @escaping @Sendable (RequestContext) throws -> Outcome, handlerWaits: Bool, metricsSlot: Int
     ) {
         self.method = method
         self.path = path
@@ -106,14 +95,6 @@ package final class Route: Sendable {
         self.handler = handler
         self.handlerWaits = handlerWaits
         self.name = "\(method.rawValue) \(path)"
-        self.metricsSlot = metricsSlot
-    }
-
-    /// This route counted in `metrics`.
-    func counted(in metrics: Metrics) -> Route {
-        Route(
-            method: method, path: path, access: access, operationID: operationID, handler: handler,
-            handlerWaits: handlerWaits, metricsSlot: metrics.routeSlot(name))
     }
 }
 
@@ -144,9 +125,11 @@ package final class Application: Responder {
     let usage: any UnverifiedCallLedger
     /// `Idempotency-Key`s whose first request is running (API.md §13).
     let idempotencyInFlight = IdempotencyInFlight()
-    /// Slots are indices into `routes`.
+    /// Slots are indices into `routes` and `metricsSlots`.
     private let router: Router
     package let routes: [Route]
+    /// Where each route's requests are counted in `metrics` (`Metrics.routeSlot`).
+    private let metricsSlots: [Int]
     /// Where handlers run when the event loops must not wait (`handlerThreads`).
     private let handlerPool: BlockingWorkPool?
     /// `Metrics` slots of requests no route answered.
@@ -184,11 +167,12 @@ package final class Application: Responder {
         routes += KeyController().routes
         routes += WebhookController(destinations: configuration.webhookDestinations).routes
         routes += DashboardController.routes
-        self.routes = routes.map { $0.counted(in: metrics) }
+        self.routes = routes
+        metricsSlots = routes.map { metrics.routeSlot($0.name) }
         unmatchedSlot = metrics.routeSlot("unmatched")
         protocolErrorSlot = metrics.routeSlot("protocol_error")
         var router = Router()
-        for (slot, route) in self.routes.enumerated() { router.add(route.method, route.path, slot: slot) }
+        for (slot, route) in routes.enumerated() { router.add(route.method, route.path, slot: slot) }
         self.router = router
     }
 
@@ -204,8 +188,10 @@ package final class Application: Responder {
             request: request, parameters: [:], requestID: exchange.requestID, now: clock.now(), caller: nil, key: nil,
             store: store, metrics: metrics)
         do {
-            let route = try match(request, into: &context)
+            let slot = try match(request, into: &context)
+            let route = routes[slot]
             exchange.route = route
+            exchange.metricsSlot = metricsSlots[slot]
             try admit(route, &context)
             exchange.tenant = context.caller?.tenant.id
             if let handlerPool, route.handlerWaits {
@@ -228,15 +214,16 @@ package final class Application: Responder {
         let requestID: String
         let started: UInt64
         let completion: @Sendable (HTTPResponse) -> Void
-        /// The route once one matched.
+        /// The route once one matched, and where its request is counted.
         var route: Route?
+        var metricsSlot: Int?
         var tenant: String?
         /// The route label of logs and metrics.
         var routeName: String { route?.name ?? "unmatched" }
     }
 
-    /// Routing: the route and its path parameters, or 404 / 405 with `Allow`.
-    private func match(_ request: HTTPRequest, into context: inout RequestContext) throws(APIError) -> Route {
+    /// Routing: the route's slot and its path parameters, or 404 / 405 with `Allow`.
+    private func match(_ request: HTTPRequest, into context: inout RequestContext) throws(APIError) -> Int {
         switch router.match(request.method, path: request.head.path) {
         case .notFound:
             throw .notFound
@@ -248,7 +235,7 @@ package final class Application: Responder {
             throw error
         case .found(let slot, let parameters):
             context.parameters = parameters
-            return routes[slot]
+            return slot
         }
     }
 
@@ -345,7 +332,7 @@ package final class Application: Responder {
     private func finish(_ exchange: Exchange, _ response: HTTPResponse) {
         let nanos = monotonicNanoseconds() - exchange.started
         metrics.recordRequest(
-            slot: exchange.route?.metricsSlot ?? unmatchedSlot, status: response.status.code, nanos: nanos)
+            slot: exchange.metricsSlot ?? unmatchedSlot, status: response.status.code, nanos: nanos)
         if logger.isEnabled(.info) {
             var fields: JSONObject = [
                 "requestId": .string(exchange.requestID), "method": .string(exchange.request.method.rawValue),

@@ -79,7 +79,6 @@ package final class Metrics: Sendable {
     }
 
     func recordRequest(slot: Int, status: Int, nanos: UInt64) {
-        guard slot >= 0 else { return }  // a route never given a slot (not one of Application's)
         let seconds = Double(nanos) / 1e9
         shards[ThreadSlot.current % Self.shardCount].routes.withLock { routes in
             if slot >= routes.count { routes += repeatElement(RouteStats(), count: slot + 1 - routes.count) }

@@ -85,9 +85,7 @@ package struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, 
     /// `namesEqual` against a name of our own, without making it a String.
     package static func namesEqual(_ a: String, _ b: StaticString) -> Bool {
         guard a.utf8.count == b.utf8CodeUnitCount else { return false }
-        return withUTF8Bytes(a) { x in
-            asciiCaseInsensitiveEqual(x, UnsafeBufferPointer(start: b.utf8Start, count: b.utf8CodeUnitCount))
-        }
+        return withUTF8Bytes(a) { equalsIgnoringCase($0, b) }
     }
 
     /// `namesEqual` for bytes already in a buffer (a token inside a field value).

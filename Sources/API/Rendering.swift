@@ -43,7 +43,7 @@ enum Rendering {
     /// with it, so a cached snapshot served many times is not rendered again.
     static func subscriberData(_ s: SubscriberSnapshot) -> [UInt8] {
         // Kept whole, `{"subscriber":…}`: a cached GET sends these very bytes, copied nowhere.
-        s.rendered.bytes {
+        s.rendered {
             var bytes: [UInt8] = []
             bytes.append(contentsOf: #"{"subscriber":"#.utf8)
             subscriber(s).serialize(into: &bytes)

@@ -12,8 +12,8 @@ package final class SubscriberSnapshot: Sendable {
     package let pushSubscriptions: [PushSubscriptionRecord]
     package let preferences: [PreferenceRecord]
     package let devices: [DeviceRecord]
-    /// The API's JSON of this snapshot, made by the first request that shows it.
-    package let rendered = RenderedOnce()
+    /// The API's JSON of this snapshot, made by the first request that shows it (`rendered`).
+    private let renderedBytes = Mutex<[UInt8]?>(nil)
 
     package init(
         record: SubscriberRecord, attributes: [(name: String, entry: AttributeEntry)], aliases: [String],
@@ -38,19 +38,12 @@ package final class SubscriberSnapshot: Sendable {
             preferences: try ctx.preferences(key: record.key),
             devices: try ctx.devices(key: record.key))
     }
-}
 
-/// Bytes computed on first use and kept.
-package final class RenderedOnce: Sendable {
-    private let bytes = Mutex<[UInt8]?>(nil)
-
-    package init() {}
-
-    /// The kept bytes, or `render()`'s, kept for next time.
-    package func bytes(_ render: () -> [UInt8]) -> [UInt8] {
-        if let kept = bytes.withLock({ $0 }) { return kept }
+    /// The kept rendering, or `render()`'s, kept for the next request that shows this snapshot.
+    package func rendered(_ render: () -> [UInt8]) -> [UInt8] {
+        if let kept = renderedBytes.withLock({ $0 }) { return kept }
         let made = render()
-        bytes.withLock { $0 = made }
+        renderedBytes.withLock { $0 = made }
         return made
     }
 }

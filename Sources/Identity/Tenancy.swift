@@ -150,24 +150,54 @@ package struct TenantSettings: Sendable, Equatable {
 }
 
 /// A tenant as the domain needs it on every call: id, settings and its identity secrets.
+///
+/// Its fields live in one shared box until a copy changes them: a record rides in every
+/// request's `Caller` and the auth cache, and is copied several times per request; a copy of
+/// the fields themselves retained each string and array in them (~330 instructions a copy).
 package struct TenantRecord: Sendable {
-    package var id: String
-    package var workspaceID: String
-    package var name: String
-    package var settings: TenantSettings
-    package var secrets: IdentitySecretSet
-    package var createdAt: Timestamp
+    private struct Fields: Sendable {
+        var id: String
+        var workspaceID: String
+        var name: String
+        var settings: TenantSettings
+        var secrets: IdentitySecretSet
+        var createdAt: Timestamp
+    }
+    private var box: CopyOnWriteBox<Fields>
+
+    package var id: String {
+        get { box.fields.id }
+        set { CopyOnWriteBox.update(&box) { $0.id = newValue } }
+    }
+    package var workspaceID: String {
+        get { box.fields.workspaceID }
+        set { CopyOnWriteBox.update(&box) { $0.workspaceID = newValue } }
+    }
+    package var name: String {
+        get { box.fields.name }
+        set { CopyOnWriteBox.update(&box) { $0.name = newValue } }
+    }
+    package var settings: TenantSettings {
+        get { box.fields.settings }
+        set { CopyOnWriteBox.update(&box) { $0.settings = newValue } }
+    }
+    package var secrets: IdentitySecretSet {
+        get { box.fields.secrets }
+        set { CopyOnWriteBox.update(&box) { $0.secrets = newValue } }
+    }
+    package var createdAt: Timestamp {
+        get { box.fields.createdAt }
+        set { CopyOnWriteBox.update(&box) { $0.createdAt = newValue } }
+    }
 
     package init(
         id: String, workspaceID: String, name: String, settings: TenantSettings,
         secrets: IdentitySecretSet, createdAt: Timestamp
     ) {
-        self.id = id
-        self.workspaceID = workspaceID
-        self.name = name
-        self.settings = settings
-        self.secrets = secrets
-        self.createdAt = createdAt
+        box = CopyOnWriteBox(
+            Fields(
+                id: id, workspaceID: workspaceID, name: name, settings: settings, secrets: secrets,
+                createdAt: createdAt))
     }
 }
 
@@ -187,29 +217,59 @@ package enum KeyKind: String, Sendable, CaseIterable {
     }
 }
 
-/// A stored key: never the key itself, only its SHA-256.
+/// A stored key: never the key itself, only its SHA-256. Its fields share one box until a copy
+/// changes them, as `TenantRecord`'s do, for the same reason: copied into every request.
 package struct APIKeyRecord: Sendable {
-    package var id: String
-    package var kind: KeyKind
-    package var workspaceID: String
+    private struct Fields: Sendable {
+        var id: String
+        var kind: KeyKind
+        var workspaceID: String
+        var tenantID: String?
+        var displayPrefix: String
+        var createdAt: Timestamp
+        var revokedAt: Timestamp?
+    }
+    private var box: CopyOnWriteBox<Fields>
+
+    package var id: String {
+        get { box.fields.id }
+        set { CopyOnWriteBox.update(&box) { $0.id = newValue } }
+    }
+    package var kind: KeyKind {
+        get { box.fields.kind }
+        set { CopyOnWriteBox.update(&box) { $0.kind = newValue } }
+    }
+    package var workspaceID: String {
+        get { box.fields.workspaceID }
+        set { CopyOnWriteBox.update(&box) { $0.workspaceID = newValue } }
+    }
     /// Nil for workspace keys.
-    package var tenantID: String?
+    package var tenantID: String? {
+        get { box.fields.tenantID }
+        set { CopyOnWriteBox.update(&box) { $0.tenantID = newValue } }
+    }
     /// The first characters of the key, to tell keys apart in a listing.
-    package var displayPrefix: String
-    package var createdAt: Timestamp
-    package var revokedAt: Timestamp?
+    package var displayPrefix: String {
+        get { box.fields.displayPrefix }
+        set { CopyOnWriteBox.update(&box) { $0.displayPrefix = newValue } }
+    }
+    package var createdAt: Timestamp {
+        get { box.fields.createdAt }
+        set { CopyOnWriteBox.update(&box) { $0.createdAt = newValue } }
+    }
+    package var revokedAt: Timestamp? {
+        get { box.fields.revokedAt }
+        set { CopyOnWriteBox.update(&box) { $0.revokedAt = newValue } }
+    }
 
     package init(
         id: String, kind: KeyKind, workspaceID: String, tenantID: String?, displayPrefix: String,
         createdAt: Timestamp, revokedAt: Timestamp?
     ) {
-        self.id = id
-        self.kind = kind
-        self.workspaceID = workspaceID
-        self.tenantID = tenantID
-        self.displayPrefix = displayPrefix
-        self.createdAt = createdAt
-        self.revokedAt = revokedAt
+        box = CopyOnWriteBox(
+            Fields(
+                id: id, kind: kind, workspaceID: workspaceID, tenantID: tenantID, displayPrefix: displayPrefix,
+                createdAt: createdAt, revokedAt: revokedAt))
     }
 }
 

@@ -7,7 +7,7 @@ import JSON
 /// caller once authenticated.
 package struct RequestContext: Sendable {
     package var request: HTTPRequest
-    package var parameters: [String: String]
+    package var parameters: PathParameters
     package var requestID: String
     package var now: Timestamp
     package var caller: Caller?

@@ -22,7 +22,7 @@ import HTTP1
 /// ```
 package struct Router: Sendable {
     package enum Match {
-        case found(slot: Int, parameters: [String: String])
+        case found(slot: Int, parameters: PathParameters)
         case methodNotAllowed(allowed: [HTTPMethod])
         case notFound
     }
@@ -42,12 +42,6 @@ package struct Router: Sendable {
         var parameterName: String?
         var parameterChild: Int?
         var endpoints: [Endpoint] = []
-    }
-
-    /// One decoded path parameter while the search may still backtrack.
-    private struct Parameter {
-        var name: String
-        var value: String
     }
 
     // Nodes live in one array and refer to each other by index: value semantics, no classes.
@@ -92,19 +86,16 @@ package struct Router: Sendable {
     /// a value that does not decode to UTF-8 makes the route not match.
     package func match(_ method: HTTPMethod, path: Substring) -> Match {
         var path = path
-        var parameters: [Parameter] = []
+        var parameters: [PathParameters.Parameter] = []
         let found = path.withUTF8 { find($0, from: 0, node: 0, parameters: &parameters) }
         guard let node = found else { return .notFound }
-        // Most routes have no parameter: skip building (and hashing into) a dictionary for them.
-        var dictionary: [String: String] = [:]
-        for parameter in parameters { dictionary[parameter.name] = parameter.value }
         let endpoints = nodes[node].endpoints
         if let endpoint = endpoints.first(where: { $0.method == method }) {
-            return .found(slot: endpoint.slot, parameters: dictionary)
+            return .found(slot: endpoint.slot, parameters: PathParameters(parameters))
         }
         // RFC 9110 §9.3.2: HEAD is GET without the body.
         if method == .HEAD, let endpoint = endpoints.first(where: { $0.method == .GET }) {
-            return .found(slot: endpoint.slot, parameters: dictionary)
+            return .found(slot: endpoint.slot, parameters: PathParameters(parameters))
         }
         var allowed = endpoints.map(\.method)
         if allowed.contains(.GET) && !allowed.contains(.HEAD) { allowed.append(.HEAD) }
@@ -114,7 +105,8 @@ package struct Router: Sendable {
     /// Depth-first from `start`: literal child first, then the parameter child. Empty segments
     /// are skipped (`//a/` is `/a`). Only nodes with endpoints end a match.
     private func find(
-        _ path: UnsafeBufferPointer<UInt8>, from start: Int, node index: Int, parameters: inout [Parameter]
+        _ path: UnsafeBufferPointer<UInt8>, from start: Int, node index: Int,
+        parameters: inout [PathParameters.Parameter]
     ) -> Int? {
         let slash = UInt8(ascii: "/")
         var segmentStart = start
@@ -134,12 +126,35 @@ package struct Router: Sendable {
         if let child = nodes[index].parameterChild, let name = nodes[index].parameterName,
             let value = percentDecode(segment)
         {
-            parameters.append(Parameter(name: name, value: value))
+            parameters.append(PathParameters.Parameter(name: name, value: value))
             if let found = find(path, from: segmentEnd, node: child, parameters: &parameters) { return found }
             parameters.removeLast()
         }
         return nil
     }
+}
+
+/// A matched route's path parameters, decoded, in path order. Routes have one or two, so the
+/// lookup by name scans them: a dictionary cost an allocation and two hashes per request.
+package struct PathParameters: Sendable, Equatable, ExpressibleByDictionaryLiteral {
+    struct Parameter: Sendable, Equatable {
+        var name: String
+        var value: String
+    }
+    private var parameters: [Parameter]
+
+    init(_ parameters: [Parameter]) { self.parameters = parameters }
+
+    package init(dictionaryLiteral elements: (String, String)...) {
+        parameters = elements.map { Parameter(name: $0.0, value: $0.1) }
+    }
+
+    /// The decoded value of the parameter `name` (`:name` in the route), if the route has one.
+    package subscript(name: String) -> String? {
+        parameters.first(where: { $0.name == name })?.value
+    }
+
+    package var isEmpty: Bool { parameters.isEmpty }
 }
 
 /// Decodes `%XX` escapes (RFC 3986 §2.1); nil for a malformed escape or invalid UTF-8.

@@ -6,7 +6,7 @@ import Testing
 /// `Router` with named slots, so the cases below read as names.
 private struct NamedRouter<Name: Equatable> {
     enum Match {
-        case found(Name, parameters: [String: String])
+        case found(Name, parameters: PathParameters)
         case methodNotAllowed(allowed: [HTTPMethod])
         case notFound
     }

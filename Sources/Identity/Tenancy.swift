@@ -208,7 +208,10 @@ package enum KeyKind: String, Sendable, CaseIterable {
     case workspace
 
     /// The recognisable prefix a key of this kind starts with.
-    package var prefix: String {
+    package var prefix: String { literalPrefix.description }
+
+    /// `prefix` as a literal, to compare a key's bytes with in place.
+    package var literalPrefix: StaticString {
         switch self {
         case .client: "bk_client_"
         case .secret: "bk_secret_"

@@ -93,11 +93,8 @@ extension Operations {
         guard var subscriber = try Access.resolve(subscriberID, caller: caller, in: ctx, now: now, create: true) else {
             throw IdentityError.subscriberNotFound
         }
-        var accepted = 0
-        for event in events where try ctx.insertEvent(key: subscriber.key, seq: subscriber.lastSeq + 1, event) {
-            subscriber.lastSeq += 1
-            accepted += 1
-        }
+        let accepted = try ctx.insertEvents(key: subscriber.key, afterSeq: subscriber.lastSeq, events)
+        subscriber.lastSeq += Int64(accepted)
         if accepted > 0 {
             subscriber.eventCount += Int64(accepted)
             subscriber.updatedAt = now

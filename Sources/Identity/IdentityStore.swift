@@ -111,6 +111,10 @@ package protocol IdentityWriteContext: IdentityReadContext, WebhookWriteContext,
 
     /// Stores the event as `seq` unless this subscriber already has its client id (returns false).
     func insertEvent(key: Int64, seq: Int64, _ event: NewEvent) throws -> Bool
+    /// Stores `events` in order, numbering the stored ones from `afterSeq + 1` and skipping
+    /// client ids this subscriber already has. Returns how many were stored. (A default runs
+    /// `insertEvent` per event; a store may do the batch in one go.)
+    func insertEvents(key: Int64, afterSeq: Int64, _ events: [NewEvent]) throws -> Int
     /// Appends the source's events to the target's timeline after `afterSeq`, in their order,
     /// skipping client ids the target already has. Returns how many were copied.
     func copyEvents(from: Int64, to: Int64, afterSeq: Int64) throws -> Int
@@ -122,6 +126,17 @@ package protocol IdentityWriteContext: IdentityReadContext, WebhookWriteContext,
     /// its events may be deleted later, in small batches, by the store. An absorb would
     /// otherwise delete thousands of events inside the merge's own transaction.
     func retireSubscriber(key: Int64) throws
+}
+
+extension IdentityWriteContext {
+    /// One `insertEvent` per event; a store should bind one statement for the whole batch.
+    package func insertEvents(key: Int64, afterSeq: Int64, _ events: [NewEvent]) throws -> Int {
+        var stored = 0
+        for event in events where try insertEvent(key: key, seq: afterSeq + Int64(stored) + 1, event) {
+            stored += 1
+        }
+        return stored
+    }
 }
 
 extension IdentityReadContext {

@@ -48,8 +48,9 @@ package final class Statement {
         }
     }
 
-    /// Binds one value at a 1-based parameter index.
-    private func bind(_ value: SQLiteValue, at index: Int32) throws {
+    /// Binds one value at a 1-based parameter index, leaving the other bindings as they are: a
+    /// statement rerun in a loop binds what changes, with no argument array per run.
+    package func bind(_ value: SQLiteValue, at index: Int32) throws {
         let result: Int32
         switch value {
         case .null:
@@ -225,6 +226,13 @@ package final class Statement {
     package func run(_ arguments: [any SQLiteBindable] = []) throws {
         defer { reset() }
         try bind(arguments)
+        while try step() {}
+    }
+
+    /// Runs the statement with the values bound so far (``bind(_:at:)``), then resets it;
+    /// the bindings stay for the next run.
+    package func runBound() throws {
+        defer { reset() }
         while try step() {}
     }
 

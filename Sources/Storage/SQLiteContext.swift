@@ -536,13 +536,35 @@ struct SQLiteContext: IdentityWriteContext {
 
     // MARK: - Events
 
+    private static let insertEventSQL = """
+        INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties)
+        VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (subscriber_key, client_id) DO NOTHING
+        """
+
     func insertEvent(key: Int64, seq: Int64, _ e: NewEvent) throws -> Bool {
         try db.execute(
-            """
-            INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties)
-            VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (subscriber_key, client_id) DO NOTHING
-            """, [key, seq, e.clientID, e.name, e.timestamp.millis, e.receivedAt.millis, e.propertiesJSON])
+            Self.insertEventSQL,
+            [key, seq, e.clientID, e.name, e.timestamp.millis, e.receivedAt.millis, e.propertiesJSON])
         return db.changes > 0
+    }
+
+    /// One statement for the whole batch, bound value by value: an argument array and a cache
+    /// lookup per event cost ~2k of the writer thread's ~22k instructions per event.
+    func insertEvents(key: Int64, afterSeq: Int64, _ events: [NewEvent]) throws -> Int {
+        let insert = try db.cachedStatement(Self.insertEventSQL)
+        try insert.bind(.integer(key), at: 1)
+        var stored = 0
+        for e in events {
+            try insert.bind(.integer(afterSeq + Int64(stored) + 1), at: 2)
+            try insert.bind(.text(e.clientID), at: 3)
+            try insert.bind(.text(e.name), at: 4)
+            try insert.bind(.integer(e.timestamp.millis), at: 5)
+            try insert.bind(.integer(e.receivedAt.millis), at: 6)
+            try insert.bind(e.propertiesJSON.map { .text($0) } ?? .null, at: 7)
+            try insert.runBound()
+            if db.changes > 0 { stored += 1 }
+        }
+        return stored
     }
 
     func copyEvents(from: Int64, to: Int64, afterSeq: Int64) throws -> Int {

@@ -56,12 +56,7 @@ package struct RequestContext: Sendable {
     package func jsonBody() throws(APIError) -> JSONObject {
         let body = request.body
         if body.isEmpty { return [:] }
-        if let type = request.headers["Content-Type"] {
-            let mediaType = type.split(separator: ";").first.map { String($0).trimmingSpaces.lowercased() } ?? ""
-            guard mediaType == "application/json" || mediaType.hasSuffix("+json") else {
-                throw APIError(.unsupportedMediaType, message: "Send the body as application/json.")
-            }
-        }
+        try requireJSONMediaType()
         let value: JSONValue
         do {
             value = try JSONParser.parse(body, maxDepth: JSONLimits.maxDepth)
@@ -72,6 +67,17 @@ package struct RequestContext: Sendable {
             throw APIError(.invalidJSON, message: "The body must be a JSON object.")
         }
         return object
+    }
+}
+
+extension RequestContext {
+    /// `unsupported_media_type` unless the body, if labelled, is labelled as JSON.
+    func requireJSONMediaType() throws(APIError) {
+        guard let type = request.headers["Content-Type"] else { return }
+        let mediaType = type.split(separator: ";").first.map { String($0).trimmingSpaces.lowercased() } ?? ""
+        guard mediaType == "application/json" || mediaType.hasSuffix("+json") else {
+            throw APIError(.unsupportedMediaType, message: "Send the body as application/json.")
+        }
     }
 }
 

@@ -17,6 +17,27 @@ package enum EventRules {
     /// `$` names the app may send; every other `$` name is the server's.
     package static let appSystemEvents: Set<String> = ["$session.start", "$session.end"]
 
+    private static let idLengthRule = "'id' must be a string of 1 to \(maxIDLength) characters."
+    private static let nameLengthRule = "'name' must be a string of 1 to \(maxNameLength) characters."
+
+    /// Why `id` cannot be an event's client id, or nil when it can.
+    package static func idProblem(_ id: String) -> String? {
+        guard !id.isEmpty, fits(id, maxIDLength) else { return idLengthRule }
+        // The server's own events ($subscriber.merged) use `$` ids; a client id there could
+        // take one's place and suppress it.
+        if id.utf8.first == UInt8(ascii: "$") { return "'id' values starting with $ belong to the server." }
+        return nil
+    }
+
+    /// Why `name` cannot be an event's name, or nil when it can.
+    package static func nameProblem(_ name: String) -> String? {
+        guard !name.isEmpty, fits(name, maxNameLength) else { return nameLengthRule }
+        if name.utf8.first == UInt8(ascii: "$") && !appSystemEvents.contains(name) {
+            return "'\(name)': names starting with $ belong to the server."
+        }
+        return nil
+    }
+
     /// Validates a whole batch before anything is stored (a batch is all or nothing).
     package static func validate(_ events: [JSONValue], receivedAt: Timestamp) throws(IdentityError) -> [NewEvent] {
         guard events.count <= maxBatch else {
@@ -50,18 +71,10 @@ package enum EventRules {
                 default: if unknownKey == nil { unknownKey = key }
                 }
             }
-            guard let id = idValue?.stringValue, !id.isEmpty, Self.fits(id, maxIDLength) else {
-                throw invalid("'id' must be a string of 1 to \(maxIDLength) characters.")
-            }
-            // The server's own events ($subscriber.merged) use `$` ids; a client id there could
-            // take one's place and suppress it.
-            if id.utf8.first == UInt8(ascii: "$") { throw invalid("'id' values starting with $ belong to the server.") }
-            guard let name = nameValue?.stringValue, !name.isEmpty, Self.fits(name, maxNameLength) else {
-                throw invalid("'name' must be a string of 1 to \(maxNameLength) characters.")
-            }
-            if name.utf8.first == UInt8(ascii: "$") && !appSystemEvents.contains(name) {
-                throw invalid("'\(name)': names starting with $ belong to the server.")
-            }
+            guard let id = idValue?.stringValue else { throw invalid(idLengthRule) }
+            if let problem = idProblem(id) { throw invalid(problem) }
+            guard let name = nameValue?.stringValue else { throw invalid(nameLengthRule) }
+            if let problem = nameProblem(name) { throw invalid(problem) }
             var timestamp = receivedAt
             if let raw = timestampValue, !raw.isNull {
                 guard let text = raw.stringValue, let parsed = Timestamp(rfc3339: text) else {

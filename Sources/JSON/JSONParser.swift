@@ -64,7 +64,7 @@ package struct JSONParser {
 
 // MARK: - The parser proper
 
-private enum ASCII {
+enum ASCII {
     static let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\"), slash = UInt8(ascii: "/")
     static let openBracket = UInt8(ascii: "["), closeBracket = UInt8(ascii: "]")
     static let openBrace = UInt8(ascii: "{"), closeBrace = UInt8(ascii: "}")
@@ -85,7 +85,7 @@ private struct Frame {
     var keyOffset = 0
 }
 
-private struct Parser {
+struct Parser {
     let input: UnsafeBufferPointer<UInt8>
     let maxDepth: Int
     var position = 0
@@ -307,6 +307,15 @@ private struct Parser {
     /// A string starting at the opening quote. Unescaped runs are validated as UTF-8 and
     /// copied in one go; only strings with escapes go through `scratch`.
     mutating func parseString() throws(JSONParseError) -> String {
+        let run = try scanString()
+        guard let run else { return String(decoding: scratch, as: UTF8.self) }
+        return String(decoding: UnsafeBufferPointer(rebasing: input[run]), as: UTF8.self)
+    }
+
+    /// Validates the string starting at the opening quote and moves past it. Returns where its
+    /// text lies in the input when it has no escapes; otherwise nil, with the decoded text in
+    /// `scratch`.
+    mutating func scanString() throws(JSONParseError) -> Range<Int>? {
         position += 1  // opening quote
         var runStart = position
         var escaped = false
@@ -315,11 +324,11 @@ private struct Parser {
         while position < input.count {
             let byte = input[position]
             if byte == ASCII.quote {
-                let run = UnsafeBufferPointer(rebasing: input[runStart..<position])
+                let run = runStart..<position
                 position += 1
-                guard escaped else { return String(decoding: run, as: UTF8.self) }
-                scratch.append(contentsOf: run)
-                return String(decoding: scratch, as: UTF8.self)
+                guard escaped else { return run }
+                scratch.append(contentsOf: UnsafeBufferPointer(rebasing: input[run]))
+                return nil
             } else if byte == ASCII.backslash {
                 scratch.append(contentsOf: UnsafeBufferPointer(rebasing: input[runStart..<position]))
                 escaped = true

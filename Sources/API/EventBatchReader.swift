@@ -66,6 +66,7 @@ enum EventBatchReader {
                 seenProperties = true
                 if reader.null() { break }
                 var text: [UInt8] = []
+                text.reserveCapacity(128)  // most fit: one allocation, not one per doubling
                 guard reader.nextIsObject(), reader.compactValue(into: &text) else { return nil }
                 properties = String(decoding: text, as: UTF8.self)
             default:

@@ -23,6 +23,9 @@ package struct JSONShapeReader: ~Copyable {
     private var atStart = false
     /// Set by the first thing that was not as asked; every later call fails too.
     package private(set) var failed = false
+    /// The member names of the objects `compactValue` has open, innermost last, to refuse a
+    /// repeated one; kept across objects so that each does not allocate its own list.
+    private var openNames: [String] = []
 
     private init(parser: Parser) { self.parser = parser }
 
@@ -138,11 +141,12 @@ package struct JSONShapeReader: ~Copyable {
         case UInt8(ascii: "{"):
             guard enterObject() else { return false }
             output.append(UInt8(ascii: "{"))
-            var names: [String] = []
+            let first = openNames.count
+            defer { openNames.removeSubrange(first...) }
             while let name = nextKey() {
-                guard !names.contains(name) else { return fail() }
-                if !names.isEmpty { output.append(UInt8(ascii: ",")) }
-                names.append(name)
+                guard !openNames[first...].contains(name) else { return fail() }
+                if openNames.count > first { output.append(UInt8(ascii: ",")) }
+                openNames.append(name)
                 JSONValue.serialize(string: name, into: &output)
                 output.append(UInt8(ascii: ":"))
                 guard compactValue(into: &output) else { return false }

@@ -67,6 +67,17 @@ struct EventBatchReaderTests {
         #expect(fast.events == general(body)?.events)
     }
 
+    /// The body, the batch, the event and its properties are four levels; the limit is 32.
+    @Test(arguments: [28, 29]) func nestsAsDeepAsTheGeneralPathAndNoDeeper(arrays: Int) {
+        let body = Array(
+            (#"{"subscriberId":"u","events":[{"id":"a","name":"n","properties":{"a":"#
+                + String(repeating: "[", count: arrays) + String(repeating: "]", count: arrays) + "}}]}").utf8)
+        let fast = EventBatchReader.read(body, receivedAt: receivedAt)
+        #expect((fast != nil) == (4 + arrays <= JSONLimits.maxDepth))
+        #expect(fast?.events == general(body)?.events)
+        #expect((general(body) != nil) == (4 + arrays <= JSONLimits.maxDepth))
+    }
+
     @Test func leavesEveryRefusalToTheGeneralPath() {
         let refused = [
             #"{"subscriberId":"u","events":[]}"#,  // empty batch

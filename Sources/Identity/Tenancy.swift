@@ -151,53 +151,34 @@ package struct TenantSettings: Sendable, Equatable {
 
 /// A tenant as the domain needs it on every call: id, settings and its identity secrets.
 ///
-/// Its fields live in one shared box until a copy changes them: a record rides in every
-/// request's `Caller` and the auth cache, and is copied several times per request; a copy of
-/// the fields themselves retained each string and array in them (~330 instructions a copy).
-package struct TenantRecord: Sendable {
-    private struct Fields: Sendable {
-        var id: String
-        var workspaceID: String
-        var name: String
-        var settings: TenantSettings
-        var secrets: IdentitySecretSet
-        var createdAt: Timestamp
-    }
-    private var box: CopyOnWriteBox<Fields>
-
-    package var id: String {
-        get { box.fields.id }
-        set { CopyOnWriteBox.update(&box) { $0.id = newValue } }
-    }
-    package var workspaceID: String {
-        get { box.fields.workspaceID }
-        set { CopyOnWriteBox.update(&box) { $0.workspaceID = newValue } }
-    }
-    package var name: String {
-        get { box.fields.name }
-        set { CopyOnWriteBox.update(&box) { $0.name = newValue } }
-    }
-    package var settings: TenantSettings {
-        get { box.fields.settings }
-        set { CopyOnWriteBox.update(&box) { $0.settings = newValue } }
-    }
-    package var secrets: IdentitySecretSet {
-        get { box.fields.secrets }
-        set { CopyOnWriteBox.update(&box) { $0.secrets = newValue } }
-    }
-    package var createdAt: Timestamp {
-        get { box.fields.createdAt }
-        set { CopyOnWriteBox.update(&box) { $0.createdAt = newValue } }
-    }
+/// An immutable object: a record rides in every request's `Caller` and in the auth cache and is
+/// copied several times per request, and a copy of a struct with these fields retained each
+/// string and array in them (~330 instructions a copy). A change makes a new record (`with`).
+package final class TenantRecord: Sendable {
+    package let id: String
+    package let workspaceID: String
+    package let name: String
+    package let settings: TenantSettings
+    package let secrets: IdentitySecretSet
+    package let createdAt: Timestamp
 
     package init(
         id: String, workspaceID: String, name: String, settings: TenantSettings,
         secrets: IdentitySecretSet, createdAt: Timestamp
     ) {
-        box = CopyOnWriteBox(
-            Fields(
-                id: id, workspaceID: workspaceID, name: name, settings: settings, secrets: secrets,
-                createdAt: createdAt))
+        self.id = id
+        self.workspaceID = workspaceID
+        self.name = name
+        self.settings = settings
+        self.secrets = secrets
+        self.createdAt = createdAt
+    }
+
+    /// This tenant with other settings and/or secrets.
+    package func with(settings: TenantSettings? = nil, secrets: IdentitySecretSet? = nil) -> TenantRecord {
+        TenantRecord(
+            id: id, workspaceID: workspaceID, name: name, settings: settings ?? self.settings,
+            secrets: secrets ?? self.secrets, createdAt: createdAt)
     }
 }
 
@@ -220,59 +201,30 @@ package enum KeyKind: String, Sendable, CaseIterable {
     }
 }
 
-/// A stored key: never the key itself, only its SHA-256. Its fields share one box until a copy
-/// changes them, as `TenantRecord`'s do, for the same reason: copied into every request.
-package struct APIKeyRecord: Sendable {
-    private struct Fields: Sendable {
-        var id: String
-        var kind: KeyKind
-        var workspaceID: String
-        var tenantID: String?
-        var displayPrefix: String
-        var createdAt: Timestamp
-        var revokedAt: Timestamp?
-    }
-    private var box: CopyOnWriteBox<Fields>
-
-    package var id: String {
-        get { box.fields.id }
-        set { CopyOnWriteBox.update(&box) { $0.id = newValue } }
-    }
-    package var kind: KeyKind {
-        get { box.fields.kind }
-        set { CopyOnWriteBox.update(&box) { $0.kind = newValue } }
-    }
-    package var workspaceID: String {
-        get { box.fields.workspaceID }
-        set { CopyOnWriteBox.update(&box) { $0.workspaceID = newValue } }
-    }
+/// A stored key: never the key itself, only its SHA-256. An immutable object, as
+/// `TenantRecord` is and for the same reason: copied into every request.
+package final class APIKeyRecord: Sendable {
+    package let id: String
+    package let kind: KeyKind
+    package let workspaceID: String
     /// Nil for workspace keys.
-    package var tenantID: String? {
-        get { box.fields.tenantID }
-        set { CopyOnWriteBox.update(&box) { $0.tenantID = newValue } }
-    }
+    package let tenantID: String?
     /// The first characters of the key, to tell keys apart in a listing.
-    package var displayPrefix: String {
-        get { box.fields.displayPrefix }
-        set { CopyOnWriteBox.update(&box) { $0.displayPrefix = newValue } }
-    }
-    package var createdAt: Timestamp {
-        get { box.fields.createdAt }
-        set { CopyOnWriteBox.update(&box) { $0.createdAt = newValue } }
-    }
-    package var revokedAt: Timestamp? {
-        get { box.fields.revokedAt }
-        set { CopyOnWriteBox.update(&box) { $0.revokedAt = newValue } }
-    }
+    package let displayPrefix: String
+    package let createdAt: Timestamp
+    package let revokedAt: Timestamp?
 
     package init(
         id: String, kind: KeyKind, workspaceID: String, tenantID: String?, displayPrefix: String,
         createdAt: Timestamp, revokedAt: Timestamp?
     ) {
-        box = CopyOnWriteBox(
-            Fields(
-                id: id, kind: kind, workspaceID: workspaceID, tenantID: tenantID, displayPrefix: displayPrefix,
-                createdAt: createdAt, revokedAt: revokedAt))
+        self.id = id
+        self.kind = kind
+        self.workspaceID = workspaceID
+        self.tenantID = tenantID
+        self.displayPrefix = displayPrefix
+        self.createdAt = createdAt
+        self.revokedAt = revokedAt
     }
 }
 

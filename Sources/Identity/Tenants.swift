@@ -135,12 +135,13 @@ package enum Tenancy {
     package static func rotateIdentitySecret(
         tenantID: String, in ctx: any IdentityWriteContext, now: Timestamp
     ) throws -> (secret: String, previousExpiresAt: Timestamp) {
-        guard var tenant = try ctx.tenant(id: tenantID) else { throw IdentityError.tenantNotFound }
+        guard let tenant = try ctx.tenant(id: tenantID) else { throw IdentityError.tenantNotFound }
         let secret = IdentityVerifier.generateSecret()
         let expires = Timestamp(millis: now.millis + rotationOverlapMillis)
-        tenant.secrets = IdentitySecretSet(
-            current: Array(secret.utf8), previous: tenant.secrets.current, previousExpiresAt: expires.millis)
-        try ctx.updateTenant(tenant)
+        try ctx.updateTenant(
+            tenant.with(
+                secrets: IdentitySecretSet(
+                    current: Array(secret.utf8), previous: tenant.secrets.current, previousExpiresAt: expires.millis)))
         try WebhookOutbox.record(
             .identitySecretRotated, ["previousExpiresAt": .string(expires.rfc3339)], tenantID: tenantID, in: ctx,
             now: now)

@@ -55,8 +55,8 @@ struct TenantController {
         let patch = try context.jsonBody()
         let calls = unverified(try context.requireCaller().tenant, context)
         return .write { ctx in
-            guard var tenant = try ctx.tenant(id: tenantID) else { throw IdentityError.tenantNotFound }
-            tenant.settings = try tenant.settings.applying(patch)
+            guard let stored = try ctx.tenant(id: tenantID) else { throw IdentityError.tenantNotFound }
+            let tenant = stored.with(settings: try stored.settings.applying(patch))
             try ctx.updateTenant(tenant)
             let counts = try ctx.subscriberCounts(tenantID: tenantID)
             return Reply(["tenant": tenantJSON(tenant, counts: counts, unverifiedCalls: calls)])

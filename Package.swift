@@ -26,7 +26,9 @@ let package = Package(
         .systemLibrary(name: "CPostgreSQL", path: "Sources/CPostgreSQL"),
 
         // MARK: - Wire format, event loop, server
-        .target(name: "HTTP1", swiftSettings: swiftSettings),
+        // Reading a String's UTF-8 in place, for the modules that read request text byte by byte.
+        .target(name: "StringBytes", swiftSettings: swiftSettings),
+        .target(name: "HTTP1", dependencies: ["StringBytes"], swiftSettings: swiftSettings),
         // Locks, condition waits, the monotonic clock and named threads over pthreads: no Foundation.
         .target(name: "Threads", dependencies: ["CLinux"], swiftSettings: swiftSettings),
         .target(name: "Reactor", dependencies: ["CLinux", "Threads"], swiftSettings: swiftSettings),
@@ -41,10 +43,10 @@ let package = Package(
         .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
         .target(
             name: "Postgres", dependencies: ["CPostgreSQL", "Threads", "Migrations"], swiftSettings: swiftSettings),
-        .target(name: "JSON", swiftSettings: swiftSettings),
+        .target(name: "JSON", dependencies: ["StringBytes"], swiftSettings: swiftSettings),
 
         // MARK: - Domain, its SQLite store, the API, the executable
-        .target(name: "Identity", dependencies: ["Crypto", "JSON"], swiftSettings: swiftSettings),
+        .target(name: "Identity", dependencies: ["Crypto", "JSON", "StringBytes"], swiftSettings: swiftSettings),
         .executableTarget(name: "FileEmbedder", swiftSettings: swiftSettings),
         .plugin(
             name: "EmbedFiles", capability: .buildTool(),
@@ -60,7 +62,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .target(
             name: "API",
-            dependencies: ["HTTPServer", "Identity", "JSON", "Threads", "WebhookDelivery", "WebhookSigning"],
+            dependencies: [
+                "HTTPServer", "Identity", "JSON", "StringBytes", "Threads", "WebhookDelivery", "WebhookSigning",
+            ],
             swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         // `buzzkit copy`: one reader and one writer per engine behind a small seam.
         .target(

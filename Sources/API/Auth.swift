@@ -1,5 +1,6 @@
 import HTTP1
 import Identity
+import StringBytes
 import Synchronization
 
 /// Which keys a route accepts (API.md §1).

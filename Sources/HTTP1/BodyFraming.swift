@@ -1,3 +1,5 @@
+import StringBytes
+
 // Body framing of a request (RFC 9112 §6): refuse every head whose body could be read two ways.
 // Also the Host check (RFC 9112 §3.2), which needs the same one pass over the fields.
 

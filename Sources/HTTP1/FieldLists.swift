@@ -1,3 +1,5 @@
+import StringBytes
+
 // Comma-separated field values (RFC 9110 §5.6.1) and the semantics built on them: connection
 // tokens, `Accept-Encoding` weights, request content codings. Scanned as bytes in place: these
 // run for every request, so no substrings, arrays or lowercased copies.

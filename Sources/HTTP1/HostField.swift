@@ -1,3 +1,5 @@
+import StringBytes
+
 // The `Host` field value (RFC 9112 §3.2): `uri-host [ ":" port ]`, with RFC 3986's grammar
 //
 //   host        = IP-literal / IPv4address / reg-name

@@ -1,3 +1,5 @@
+import StringBytes
+
 // Response serialisation (RFC 9112 §4, §6): the status line, the fields, the framing fields the
 // server owns (Content-Length, Connection, Date, Content-Encoding), the blank line, the body.
 // Every response the server writes goes through `serializeResponse`, the 503 refusal included.

@@ -1,3 +1,5 @@
+import StringBytes
+
 // The HTTP/1.1 wire vocabulary shared by the parser, the server and the tests.
 // Pure values: no sockets, no Foundation.
 
@@ -217,14 +219,4 @@ package enum HTTPBodyFraming: Hashable, Sendable {
     case none
     case contentLength(Int)
     case chunked
-}
-
-/// The UTF-8 of `string` in place, without the copy (a retain and a release) that
-/// `String.withUTF8` needs for being mutating; a string that is not contiguous UTF-8
-/// (bridged) is copied first.
-@inlinable @inline(__always)
-package func withUTF8Bytes<R>(_ string: String, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
-    if let result = try string.utf8.withContiguousStorageIfAvailable(body) { return result }
-    var copy = string
-    return try copy.withUTF8(body)
 }

@@ -1,3 +1,5 @@
+import StringBytes
+
 /// The id rules of API.md §3. Pure functions: every caller validates before touching the store,
 /// so an invalid id changes nothing.
 package enum IDRules {
@@ -76,7 +78,7 @@ package enum IDRules {
                     && zip(placeholder, id).allSatisfy { $0 == ($1 >= 65 && $1 <= 90 ? $1 | 0x20 : $1) }
             }
         }
-        return id.utf8.withContiguousStorageIfAvailable(check) ?? Array(id.utf8).withUnsafeBufferPointer(check)
+        return withUTF8Bytes(id, check)
     }
 
     /// The general case of `validateExternalID`: any Unicode.

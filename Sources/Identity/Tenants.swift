@@ -1,5 +1,6 @@
 import Crypto
 import JSON
+import StringBytes
 
 /// A newly made key or secret, shown to its owner this once.
 package struct IssuedKey: Sendable {
@@ -33,17 +34,13 @@ package enum Tenancy {
     package static func kind(ofKey key: String) -> KeyKind? {
         // Length first, then the prefix's bytes in place: every authenticated request comes
         // through here, and `hasPrefix` twice cost ~360 instructions.
-        key.utf8.withContiguousStorageIfAvailable { bytes -> KeyKind? in
-            for kind in KeyKind.allCases {
+        withUTF8Bytes(key) { bytes in
+            KeyKind.allCases.first { kind in
                 let prefix = kind.literalPrefix
-                guard bytes.count == prefix.utf8CodeUnitCount + keyRandomLength else { continue }
-                if (0..<prefix.utf8CodeUnitCount).allSatisfy({ bytes[$0] == prefix.utf8Start[$0] }) { return kind }
+                return bytes.count == prefix.utf8CodeUnitCount + keyRandomLength
+                    && (0..<prefix.utf8CodeUnitCount).allSatisfy { bytes[$0] == prefix.utf8Start[$0] }
             }
-            return nil
         }
-            ?? KeyKind.allCases.first {
-                key.hasPrefix($0.prefix) && key.utf8.count == $0.prefix.utf8.count + keyRandomLength
-            }
     }
 
     /// Makes sure a workspace owning `key` exists (for `BUZZKIT_BOOTSTRAP_WORKSPACE_KEY`). Idempotent.

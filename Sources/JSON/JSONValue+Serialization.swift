@@ -1,3 +1,5 @@
+import StringBytes
+
 // MARK: - Compact serialization
 
 extension JSONValue {
@@ -100,10 +102,7 @@ extension JSONValue {
     /// writes, without making the value. Clean runs are copied whole.
     package static func serialize(string: String, into output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
-        // Read in place: `withUTF8` is mutating, so it would copy (retain and release) the string.
-        if string.utf8.withContiguousStorageIfAvailable({ appendEscaped($0, into: &output) }) == nil {
-            Array(string.utf8).withUnsafeBufferPointer { appendEscaped($0, into: &output) }
-        }
+        withUTF8Bytes(string) { appendEscaped($0, into: &output) }
         output.append(UInt8(ascii: "\""))
     }
 

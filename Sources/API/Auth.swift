@@ -38,8 +38,8 @@ package struct Authentication: Sendable {
 /// process's memory anyway while their requests are read; the dictionary's hash is seeded per
 /// process, so which entries share a bucket (and get compared) cannot be steered from outside.
 final class AuthCache: Sendable {
-    private struct Entry<Value> {
-        var value: Value
+    private struct TenantEntry {
+        var tenant: TenantRecord
         var expiresMillis: Int64
     }
     /// A key with its own tenant (a client or secret key's), so a request finds both in one
@@ -53,7 +53,7 @@ final class AuthCache: Sendable {
         var generation: UInt64 = 0
         var keys: [String: KeyEntry] = [:]
         /// Tenants by id, for workspace keys (which name their tenant per request).
-        var tenants: [String: Entry<TenantRecord>] = [:]
+        var tenants: [String: TenantEntry] = [:]
     }
     private let state = Mutex(State())
     let ttlMillis: Int64
@@ -83,7 +83,7 @@ final class AuthCache: Sendable {
     }
 
     func tenant(_ id: String, nowMillis: Int64) -> TenantRecord? {
-        state.withLock { s in s.tenants[id].flatMap { $0.expiresMillis > nowMillis ? $0.value : nil } }
+        state.withLock { s in s.tenants[id].flatMap { $0.expiresMillis > nowMillis ? $0.tenant : nil } }
     }
 
     /// Stores what a lookup that began at `generation` found, unless an invalidation came since.
@@ -99,7 +99,7 @@ final class AuthCache: Sendable {
                 let own = key.kind == .workspace || tenant?.id != key.tenantID ? nil : tenant
                 s.keys[token] = KeyEntry(key: key, ownTenant: own, expiresMillis: expiresMillis)
             }
-            if let tenant { s.tenants[tenant.id] = Entry(value: tenant, expiresMillis: expiresMillis) }
+            if let tenant { s.tenants[tenant.id] = TenantEntry(tenant: tenant, expiresMillis: expiresMillis) }
         }
     }
 

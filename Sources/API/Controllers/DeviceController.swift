@@ -45,8 +45,8 @@ struct DeviceController {
             device: try Self.device(try body.object("device"), deviceID: deviceID, now: context.now))
         let now = context.now
         return .write { ctx in
-            SubscriberController.reply(
-                try Operations.registerPush(registration, subscriberID: id, caller: caller, in: ctx, now: now))
+            try SubscriberController.reply(
+                try Operations.registerPush(registration, subscriberID: id, caller: caller, in: ctx, now: now), in: ctx)
         }
     }
 
@@ -82,8 +82,8 @@ struct DeviceController {
         let now = context.now
         let chosen = choices
         return .write { ctx in
-            SubscriberController.reply(
-                try Operations.setPreferences(chosen, subscriberID: id, caller: caller, in: ctx, now: now))
+            try SubscriberController.reply(
+                try Operations.setPreferences(chosen, subscriberID: id, caller: caller, in: ctx, now: now), in: ctx)
         }
     }
 

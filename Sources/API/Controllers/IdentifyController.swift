@@ -39,7 +39,7 @@ struct IdentifyController {
             let result = try Operations.identify(command, caller: caller, in: ctx, now: now)
             metrics.recordMerge(shape: result.merge?.shape.rawValue ?? "none")
             if let refusal = result.merge?.refusal { metrics.recordMergeRefusal(refusal) }
-            return SubscriberController.reply(result)
+            return try SubscriberController.reply(result, in: ctx)
         }
     }
 }

@@ -50,7 +50,7 @@ struct SubscriberController {
             let result = try Operations.upsert(
                 externalID: externalID, email: email, attributes: attributes, subscribeEmail: subscribeEmail,
                 caller: caller, in: ctx, now: now)
-            return Self.reply(result, status: result.created ? .created : .ok)
+            return try Self.reply(result, status: result.created ? .created : .ok, in: ctx)
         }
     }
 
@@ -177,7 +177,7 @@ struct SubscriberController {
                 throw refusal.error
             }
             if let shape = result.merge?.shape { metrics.recordMerge(shape: shape.rawValue) }
-            return Self.reply(result)
+            return try Self.reply(result, in: ctx)
         }
     }
 
@@ -192,22 +192,26 @@ struct SubscriberController {
         try AttributeMerge.validate(attributes, limits: caller.tenant.settings.attributeLimits)
         let now = context.now
         return .write { ctx in
-            Self.reply(
-                try Operations.patchAttributes(id: id, attributes: attributes, caller: caller, in: ctx, now: now))
+            try Self.reply(
+                try Operations.patchAttributes(id: id, attributes: attributes, caller: caller, in: ctx, now: now),
+                in: ctx)
         }
     }
 
     // MARK: - Shared pieces
 
-    /// `{subscriber, merge?}` with the operation's warnings. The subscriber is read once the write
-    /// is durable, by a reader (`Reply.subscriberToShow`): loaded inside the job, every alias,
-    /// device and attribute of the person was read on the writer thread, so a write to a person
-    /// with 1,000 aliases cost the writer many times one to a new person.
-    static func reply(_ result: OperationResult, status: HTTPStatus = .ok) -> Reply {
+    /// `{subscriber, merge?}` with the operation's warnings. The subscriber is read here, inside
+    /// the job, when the store can do that for little (`snapshotIfCheap`: SQLite, a small
+    /// person); otherwise once the write is durable, by a reader (`ShownSubscriber`).
+    static func reply(_ result: OperationResult, status: HTTPStatus = .ok, in ctx: any IdentityWriteContext) throws
+        -> Reply
+    {
         var data: JSONObject = [:]
         if let merge = result.merge { data["merge"] = Rendering.merge(merge) }
         var reply = Reply(status: status, .object(data), warnings: result.warnings)
-        reply.subscriberToShow = result.subscriber
+        reply.subscriberToShow =
+            try ctx.snapshotIfCheap(of: result.subscriber).map { .snapshot($0) }
+            ?? .afterCommit(result.subscriber)
         return reply
     }
 

@@ -195,6 +195,34 @@ import Testing
         writer.close()
     }
 
+    @Test func theWriterLeavesTheLogsSyncToTheCompletionThread() throws {
+        let writer = try makeWriter()
+        // Asked for FULL, the writer's connection commits with NORMAL; a checkpoint's keeps FULL.
+        #expect(try writer.write { db in try db.queryOne("PRAGMA synchronous")?.int(0) } == 1)
+        #expect(try Database(path: path).queryOne("PRAGMA synchronous")?.int(0) == 2)
+        writer.close()
+    }
+
+    @Test func aLogThatCannotBeSyncedFailsItsGroupAndEveryLaterOne() throws {
+        // Another connection creates the log and keeps it from being deleted at close.
+        let other = try Database(path: path)
+        try other.execute("CREATE TABLE t(v)")
+        let reported = Mutex<[String]>([])
+        let writer = try DatabaseWriter(
+            path: path, onError: { operation, _ in reported.withLock { $0.append(operation) } })
+        // SQLite keeps writing to its open descriptor of the unlinked log; the completion thread,
+        // opening the log by name for its first sync, cannot: no group may be reported stored.
+        #expect(FileManager.default.fileExists(atPath: path + "-wal"))
+        try FileManager.default.removeItem(atPath: path + "-wal")
+        for statement in ["INSERT INTO t VALUES (1)", "INSERT INTO t VALUES (2)"] {
+            let error = #expect(throws: SQLiteError.self) { try writer.write { db in try db.execute(statement) } }
+            #expect(error?.isIOError == true, "\(statement): \(String(describing: error))")
+        }
+        #expect(reported.withLock { $0 } == ["fdatasync(wal)"])
+        writer.close()
+        other.close()
+    }
+
     @Test func closeDrainsQueuedJobsThenRefusesNewOnes() throws {
         let writer = try makeWriter()
         let completed = Mutex(0)

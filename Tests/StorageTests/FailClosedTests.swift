@@ -21,30 +21,8 @@ import Testing
         (db, ctx, tenant) = (fixture.db, fixture.ctx, fixture.tenant)
     }
 
-    /// A subscriber with something in every child table, `n` of each.
     private func makeSubscriber(_ id: String, children n: Int) throws -> SubscriberRecord {
-        let record = try ctx.insertSubscriber(tenantID: tenant.id, id: id, anonymous: false, now: now)
-        for i in 0..<n {
-            try ctx.addAlias(tenantID: tenant.id, alias: "anon_\(id)_\(i)", key: record.key)
-            try ctx.writeAttributes(
-                key: record.key, [("k\(i)", AttributeEntry(value: .number(String(i)), setByBackend: i % 2 == 0))])
-            try ctx.upsertPushSubscription(
-                tenantID: tenant.id, key: record.key, deviceID: "\(id)-dev\(i)", token: "\(id)-tok\(i)",
-                platform: "ios", now: Timestamp(millis: now.millis + Int64(i)))
-            try ctx.writePreference(
-                key: record.key, PreferenceRecord(topic: "t\(i)", subscribed: i % 2 == 0, updatedAt: now))
-            try ctx.upsertDevice(
-                key: record.key,
-                DeviceRecord(deviceID: "\(id)-dev\(i)", model: i % 2 == 0 ? "x" : nil, lastSeenAt: now))
-        }
-        return record
-    }
-
-    private func same(_ a: SubscriberSnapshot, _ b: SubscriberSnapshot) -> Bool {
-        a.record == b.record && a.aliases == b.aliases && a.pushSubscriptions == b.pushSubscriptions
-            && a.preferences == b.preferences && a.devices == b.devices
-            && a.attributes.map(\.name) == b.attributes.map(\.name)
-            && a.attributes.map(\.entry) == b.attributes.map(\.entry)
+        try TenantDatabase.makeSubscriber(id, children: n, in: ctx, tenantID: tenant.id, now: now)
     }
 
     @Test func aPageOfSnapshotsIsFiveStatementsWhateverItsSize() throws {
@@ -53,7 +31,7 @@ import Testing
         let batched = try ctx.snapshots(of: records)
         #expect(batched.count == 30)
         for (snapshot, record) in zip(batched, records) {
-            #expect(same(snapshot, try SubscriberSnapshot.load(record, from: ctx)), "\(record.id)")
+            #expect(snapshot.sameContent(as: try SubscriberSnapshot.load(record, from: ctx)), "\(record.id)")
         }
         func runs(_ page: [SubscriberRecord]) throws -> Int {
             let before = db.cachedStatementRuns

@@ -10,40 +10,18 @@ import Testing
     let now = Timestamp(millis: 1_800_000_000_000)
     let limit = SQLiteContext.writerSnapshotPartLimit
 
-    /// A person with `count` rows in each part of its snapshot (its own id among the aliases).
-    private func person(_ database: TenantDatabase, rows count: Int) throws -> SubscriberRecord {
-        let ctx = database.ctx
-        let record = try ctx.insertSubscriber(tenantID: database.tenant.id, id: "p", anonymous: false, now: now)
-        for i in 1..<count { try ctx.addAlias(tenantID: database.tenant.id, alias: "anon-\(i)", key: record.key) }
-        try ctx.writeAttributes(
-            key: record.key,
-            (0..<count).map { ("a\($0)", AttributeEntry(value: .number(String($0)), setByBackend: $0 % 2 == 0)) })
-        for i in 0..<count {
-            try ctx.upsertPushSubscription(
-                tenantID: database.tenant.id, key: record.key, deviceID: "d\(i)", token: "t\(i)", platform: "ios",
-                now: Timestamp(millis: now.millis + Int64(i)))
-            try ctx.writePreference(
-                key: record.key, PreferenceRecord(topic: "topic\(i)", subscribed: i % 2 == 0, updatedAt: now))
-            try ctx.upsertDevice(
-                key: record.key,
-                DeviceRecord(deviceID: "d\(i)", platform: "ios", lastSeenAt: Timestamp(millis: now.millis + Int64(i))))
-        }
-        return record
-    }
-
-    private func same(_ a: SubscriberSnapshot, _ b: SubscriberSnapshot) -> Bool {
-        a.record == b.record && a.aliases == b.aliases && a.pushSubscriptions == b.pushSubscriptions
-            && a.preferences == b.preferences && a.devices == b.devices
-            && a.attributes.map(\.name) == b.attributes.map(\.name)
-            && a.attributes.map(\.entry) == b.attributes.map(\.entry)
+    /// A person with `limit` rows in each part of its snapshot (its own id among the aliases).
+    private func person(_ database: TenantDatabase) throws -> SubscriberRecord {
+        try TenantDatabase.makeSubscriber(
+            "p", children: limit, aliases: limit - 1, in: database.ctx, tenantID: database.tenant.id, now: now)
     }
 
     @Test func aPersonAtTheLimitIsReadOnTheWriterAsAReaderWouldReadIt() throws {
         let database = try TenantDatabase(prefix: "writer-snapshot", now: now)
-        let record = try person(database, rows: limit)
+        let record = try person(database)
         let onWriter = try #require(try database.ctx.snapshotIfCheap(of: record))
         let byReader = try SubscriberSnapshot.load(record, from: database.ctx)
-        #expect(same(onWriter, byReader))
+        #expect(onWriter.sameContent(as: byReader))
         #expect(onWriter.aliases.count == limit - 1)
         #expect(onWriter.devices.count == limit)
     }
@@ -51,7 +29,7 @@ import Testing
     @Test(arguments: ["aliases", "attributes", "push_subscriptions", "preferences", "devices"])
     func onePartPastTheLimitLeavesTheReadToAReader(part: String) throws {
         let database = try TenantDatabase(prefix: "writer-snapshot", now: now)
-        let record = try person(database, rows: limit)
+        let record = try person(database)
         let ctx = database.ctx
         switch part {
         case "aliases": try ctx.addAlias(tenantID: database.tenant.id, alias: "anon-x", key: record.key)

@@ -129,26 +129,25 @@ package final class DatabaseWriter: Sendable {
         self.commits = commitsCounter
         let database = try Database(path: path, options: options)
         // See the type's note on durability: the completion thread syncs the log instead.
-        var logToSync: LogFile?
+        var log: LogFile?
         if options.synchronous == .full, try database.queryOne("PRAGMA journal_mode")?.string(0) == "wal" {
             try database.execute("PRAGMA synchronous = NORMAL")
-            logToSync = LogFile(path: path + "-wal")
+            log = LogFile(path: path + "-wal")
         }
         try setUp?(database)
         let shared = ConditionLock(State())
         self.shared = shared
         let deliveries = ConditionLock(Deliveries())
         self.deliveries = deliveries
-        NamedThread.detach(name: "db-complete") { [logToSync] in
-            Self.runCompletions(deliveries, log: logToSync, onError: onError)
-        }
+        let logToSync = log
+        NamedThread.detach(name: "db-complete") { Self.runCompletions(deliveries, log: logToSync, onError: onError) }
         // The connection is not Sendable; after this line only the writer thread touches it.
         let transfer = UnsafeTransfer(value: database)
         NamedThread.detach(name: "db-writer") {
             WriterLoop(
                 database: transfer.value, shared: shared, deliveries: deliveries, maxBatch: maxBatch,
                 onCommit: onCommit, afterJob: afterJob, beforeCommit: beforeCommit, afterGroup: afterGroup,
-                onError: onError, commits: commitsCounter
+                onError: onError, commits: commitsCounter, log: logToSync
             ).run()
         }
     }
@@ -304,7 +303,6 @@ package final class DatabaseWriter: Sendable {
         _ deliveries: ConditionLock<Deliveries>, log: LogFile?, onError: DatabaseErrorHandler?
     ) {
         deliveries.withLock { $0.thread = pthread_self() }
-        var log = log
         var syncError: (any Error)?
         while true {
             let (groups, stopping) = deliveries.withLock(waitingUntil: { !$0.groups.isEmpty || $0.stopping }) { state in
@@ -312,9 +310,9 @@ package final class DatabaseWriter: Sendable {
                 return (state.groups, state.stopping)
             }
             // Every group taken was committed before this sync starts, so it covers them all.
-            if syncError == nil, log != nil, groups.contains(where: \.committed) {
+            if syncError == nil, let log, groups.contains(where: \.committed) {
                 do {
-                    try log!.sync()
+                    try log.sync()
                 } catch {
                     syncError = error
                     onError?("fdatasync(wal)", error)
@@ -345,6 +343,9 @@ package final class DatabaseWriter: Sendable {
         let afterGroup: (@Sendable () -> Void)?
         let onError: DatabaseErrorHandler?
         let commits: Commits
+        /// The log the completion thread syncs, opened here after the first commit; nil when
+        /// `COMMIT` syncs.
+        let log: LogFile?
 
         /// Runs maintenance SQL whose failure no job would see: reported, never swallowed.
         private func maintain(_ operation: String, _ body: () throws -> Void) {
@@ -448,6 +449,7 @@ package final class DatabaseWriter: Sendable {
             let duration = Duration.nanoseconds(Int64(monotonicNanoseconds() - start))
             // Metrics first, so whoever a completion wakes already sees this commit counted.
             onCommit?(jobs.count, duration)
+            log?.openOnce()
             afterGroup?()
             deliver(completions, committed: true)
             return ([], true)
@@ -456,27 +458,49 @@ package final class DatabaseWriter: Sendable {
 }
 
 /// The write-ahead log, synced by the completion thread (the writer commits with
-/// `synchronous=NORMAL`). Opened at the first sync: SQLite creates the file with the first
-/// transaction. `fdatasync` on this descriptor flushes what SQLite's own wrote to the same file;
-/// a checkpoint that truncates the log keeps the file (SQLite deletes it only when the last
-/// connection closes, after the writer's last group).
-private struct LogFile: Sendable {
+/// `synchronous=NORMAL`). The writer thread opens it after its first commit (`openOnce`), when
+/// the file surely exists and before a close could delete it; an open that failed is the error
+/// of every sync. `fdatasync` on this descriptor flushes what SQLite's own wrote to the same
+/// file; a checkpoint that truncates the log keeps the file (SQLite deletes it only when the
+/// last connection closes).
+private final class LogFile: Sendable {
+    private enum Descriptor {
+        case notOpened
+        case opened(Int32)
+        case failed(SQLiteError)
+        case closed
+    }
+
     let path: String
-    private var descriptor: Int32 = -1
+    private let descriptor = Mutex(Descriptor.notOpened)
 
     init(path: String) { self.path = path }
 
-    mutating func sync() throws {
-        if descriptor < 0 {
-            descriptor = open(path, O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else { throw Self.failure("open", path: path) }
+    /// Called by the writer thread after each commit: opens the log the first time.
+    func openOnce() {
+        descriptor.withLock { descriptor in
+            guard case .notOpened = descriptor else { return }
+            let opened = open(path, O_RDONLY | O_CLOEXEC)
+            descriptor = opened >= 0 ? .opened(opened) : .failed(Self.failure("open", path: path))
         }
-        guard fdatasync(descriptor) == 0 else { throw Self.failure("fdatasync", path: path) }
     }
 
-    mutating func close() {
-        if descriptor >= 0 { _ = Glibc.close(descriptor) }
-        descriptor = -1
+    /// Makes everything written to the log so far durable.
+    func sync() throws(SQLiteError) {
+        let current = descriptor.withLock { $0 }
+        switch current {
+        case .opened(let opened):
+            guard fdatasync(opened) == 0 else { throw Self.failure("fdatasync", path: path) }
+        case .failed(let error): throw error
+        case .notOpened, .closed: throw Self.failure("sync before open", path: path)
+        }
+    }
+
+    func close() {
+        descriptor.withLock { descriptor in
+            if case .opened(let opened) = descriptor { _ = Glibc.close(opened) }
+            descriptor = .closed
+        }
     }
 
     /// SQLITE_IOERR_FSYNC: answered as an I/O error, like a failed sync inside `COMMIT`.

@@ -223,6 +223,24 @@ import Testing
         other.close()
     }
 
+    @Test func aWriterClosedRightAfterItsFirstWritesReportsThemStored() throws {
+        // The log is opened by the writer after its first commit, so the close that deletes it
+        // cannot come between that commit and the completion thread's sync.
+        let writer = try DatabaseWriter(path: path)
+        let stored = Mutex(0)
+        writer.submit({ db in try db.execute("CREATE TABLE t(v)") }, completion: { _ in })
+        for value in 0..<50 {
+            writer.submit(
+                { db in try db.execute("INSERT INTO t VALUES (?)", [value]) },
+                completion: { result in
+                    if case .success = result { stored.withLock { $0 += 1 } }
+                })
+        }
+        writer.close()
+        #expect(stored.withLock { $0 } == 50)
+        #expect(try Database(path: path).queryOne("SELECT count(*) FROM t")?.int(0) == 50)
+    }
+
     @Test func closeDrainsQueuedJobsThenRefusesNewOnes() throws {
         let writer = try makeWriter()
         let completed = Mutex(0)

@@ -56,6 +56,21 @@ package struct Reply: Sendable {
         set { extras = Extras(metadata: metadata, raw: raw, subscriberToShow: newValue) }
     }
 
+    /// Puts the subscriber to show first in `data`, before what the handler put there; one the
+    /// job left to be read after the commit is read with `read`.
+    mutating func showSubscriber(readingAfterCommit read: (SubscriberRecord) throws -> SubscriberSnapshot) rethrows {
+        let snapshot: SubscriberSnapshot
+        switch subscriberToShow {
+        case .snapshot(let readInJob): snapshot = readInJob
+        case .afterCommit(let record): snapshot = try read(record)
+        case nil: return
+        }
+        var shown: JSONObject = ["subscriber": Rendering.subscriber(snapshot)]
+        for (name, value) in data.objectValue ?? [:] { shown[name] = value }
+        data = .object(shown)
+        subscriberToShow = nil
+    }
+
     package init(
         status: HTTPStatus = .ok, _ data: JSONValue, warnings: [IdentityWarning] = [], metadata: JSONObject = [:]
     ) {
@@ -315,35 +330,24 @@ package final class Application: Responder {
     private func finishWrite(_ result: Result<Reply, any Error>, _ exchange: Exchange) {
         do {
             var reply = try result.get()
-            switch reply.subscriberToShow {
-            case .snapshot(let snapshot): Self.show(snapshot, in: &reply)
-            case .afterCommit(let record): try show(record, in: &reply)
-            case nil: break
-            }
+            try reply.showSubscriber(readingAfterCommit: snapshotAfterCommit)
             finish(exchange, render(reply, requestID: exchange.requestID))
         } catch {
             finish(exchange, render(error, requestID: exchange.requestID, route: exchange.routeName))
         }
     }
 
-    /// Puts the subscriber's snapshot first in `data`. A read that starts after the commit sees
-    /// the write (or a later one); if the person is gone by then (deleted by a later write), the
-    /// answer shows the row as this write left it, without its collections.
-    private func show(_ record: SubscriberRecord, in reply: inout Reply) throws {
-        var snapshot = try store.snapshot(tenantID: record.tenantID, id: record.id)
-        if snapshot?.record.key != record.key {
-            snapshot = SubscriberSnapshot(
-                record: record, attributes: [], aliases: [], pushSubscriptions: [], preferences: [], devices: [])
+    /// The subscriber a write showed, read after its commit. That read sees the write (or a later
+    /// one); if the person is gone by then (deleted by a later write), the answer shows the row
+    /// as this write left it, without its collections.
+    private func snapshotAfterCommit(_ record: SubscriberRecord) throws -> SubscriberSnapshot {
+        if let snapshot = try store.snapshot(tenantID: record.tenantID, id: record.id),
+            snapshot.record.key == record.key
+        {
+            return snapshot
         }
-        Self.show(snapshot!, in: &reply)
-    }
-
-    /// Puts `snapshot` first in `data`, before what the handler put there.
-    static func show(_ snapshot: SubscriberSnapshot, in reply: inout Reply) {
-        var data: JSONObject = ["subscriber": Rendering.subscriber(snapshot)]
-        for (name, value) in reply.data.objectValue ?? [:] { data[name] = value }
-        reply.data = .object(data)
-        reply.subscriberToShow = nil
+        return SubscriberSnapshot(
+            record: record, attributes: [], aliases: [], pushSubscriptions: [], preferences: [], devices: [])
     }
 
     /// Metrics, the access log line, then the answer.

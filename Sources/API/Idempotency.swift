@@ -144,12 +144,7 @@ extension Application {
                 var reply = try job(ctx)
                 // The kept bytes must be the whole answer, so the subscriber a write shows is read
                 // here, inside its transaction, rather than from a reader after the commit.
-                switch reply.subscriberToShow {
-                case .snapshot(let snapshot): Application.show(snapshot, in: &reply)
-                case .afterCommit(let record):
-                    Application.show(try SubscriberSnapshot.load(record, from: ctx), in: &reply)
-                case nil: break
-                }
+                try reply.showSubscriber { try SubscriberSnapshot.load($0, from: ctx) }
                 let response = self.success(reply, requestID: requestID)
                 if IdempotencyClaim.keeps(response.status) {
                     try ctx.insertIdempotencyRecord(claim.record(of: response, now: now))

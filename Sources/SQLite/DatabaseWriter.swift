@@ -78,11 +78,11 @@ package final class DatabaseWriter: Sendable {
 
     /// One group's completions, handed from the writer to the completion thread.
     private struct DeliveredGroup: Sendable {
-        /// Committed: its completions wait for the log's sync and get that sync's error, if any.
-        let committed: Bool
-        /// What every completion of an uncommitted group gets (a committed group's is nil).
+        /// Why the group did not commit, given to every completion; nil when it committed, and
+        /// its completions wait for the log's sync (and get that sync's error, if any).
         let error: (any Error)?
         let completions: [@Sendable ((any Error)?) -> Void]
+        var committed: Bool { error == nil }
     }
 
     /// Groups of completions the writer handed over, waiting for the completion thread.
@@ -401,12 +401,10 @@ package final class DatabaseWriter: Sendable {
         }
 
         /// Hands a group's completions to the completion thread, one lock and one wake-up per
-        /// group: after the log's sync with no error when `committed`, else with `error`.
-        private func deliver(
-            _ completions: [@Sendable ((any Error)?) -> Void], committed: Bool, error: (any Error)? = nil
-        ) {
+        /// group: with `error` when the group failed, else after the log's sync.
+        private func deliver(_ completions: [@Sendable ((any Error)?) -> Void], failedWith error: (any Error)?) {
             guard !completions.isEmpty else { return }
-            let group = DeliveredGroup(committed: committed, error: error, completions: completions)
+            let group = DeliveredGroup(error: error, completions: completions)
             deliveries.withLock { $0.groups.append(group) }
             deliveries.broadcast()
         }
@@ -417,7 +415,7 @@ package final class DatabaseWriter: Sendable {
             do {
                 try database.execute(TransactionKind.immediate.beginSQL, [])
             } catch {
-                deliver(jobs.map { job in { job.fail($0 ?? error) } }, committed: false, error: error)
+                deliver(jobs.map { job in { job.fail($0 ?? error) } }, failedWith: error)
                 return ([], false)
             }
             var completions: [@Sendable ((any Error)?) -> Void] = []
@@ -431,7 +429,7 @@ package final class DatabaseWriter: Sendable {
                     // "Response To Errors Within A Transaction"): every job so far lost its work.
                     let groupError = error ?? SQLiteError.misuse("a job ended the writer's transaction")
                     afterGroup?()
-                    deliver(completions, committed: false, error: groupError)
+                    deliver(completions, failedWith: groupError)
                     return (jobs[(index + 1)...], false)
                 }
             }
@@ -443,7 +441,7 @@ package final class DatabaseWriter: Sendable {
             } catch {
                 database.rollbackIgnoringErrors()
                 afterGroup?()
-                deliver(completions, committed: false, error: error)
+                deliver(completions, failedWith: error)
                 return ([], false)
             }
             let duration = Duration.nanoseconds(Int64(monotonicNanoseconds() - start))
@@ -451,7 +449,7 @@ package final class DatabaseWriter: Sendable {
             onCommit?(jobs.count, duration)
             log?.openOnce()
             afterGroup?()
-            deliver(completions, committed: true)
+            deliver(completions, failedWith: nil)
             return ([], true)
         }
     }
@@ -468,7 +466,6 @@ private final class LogFile: Sendable {
         case notOpened
         case opened(Int32)
         case failed(SQLiteError)
-        case closed
     }
 
     let path: String
@@ -492,14 +489,14 @@ private final class LogFile: Sendable {
         case .opened(let opened):
             guard fdatasync(opened) == 0 else { throw Self.failure("fdatasync", path: path) }
         case .failed(let error): throw error
-        case .notOpened, .closed: throw Self.failure("sync before open", path: path)
+        case .notOpened: throw Self.failure("sync before open", path: path)
         }
     }
 
     func close() {
         descriptor.withLock { descriptor in
             if case .opened(let opened) = descriptor { _ = Glibc.close(opened) }
-            descriptor = .closed
+            descriptor = .notOpened
         }
     }
 

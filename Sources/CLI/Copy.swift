@@ -1,3 +1,4 @@
+import Glibc
 import PostgresStorage
 import Storage
 import StoreCopy
@@ -24,9 +25,11 @@ func copyStore(from: String, to: String) throws {
 private func copySource(_ database: String) throws -> any CopySource {
     switch DatabaseLocation(database) {
     case .sqlite(let path):
-        try SQLiteCopySource(path: path, migrations: SQLiteIdentityStore.bundledMigrations())
+        // Absorbed events still moving would be on neither person in the raw tables.
+        if access(path, F_OK) == 0 { try SQLiteIdentityStore.finishEventMoves(path: path) }
+        return try SQLiteCopySource(path: path, migrations: SQLiteIdentityStore.bundledMigrations())
     case .postgres(let url):
-        try PostgresCopySource(url: url, migrations: PostgresIdentityStore.bundledMigrations())
+        return try PostgresCopySource(url: url, migrations: PostgresIdentityStore.bundledMigrations())
     }
 }
 

@@ -305,11 +305,20 @@ struct SQLiteContext: IdentityWriteContext {
         onRetire?()
     }
 
-    /// Deletes up to `limit` events of one retired subscriber, and the subscriber row once it has
-    /// none left. The store runs it as its own small write job, so a big absorb's events leave
-    /// over many groups instead of inside the merge's.
+    /// Works off up to `limit` events of one retired subscriber: moves them to the person that
+    /// absorbed it while a move is pending (see `SQLiteContext+EventMoves.swift`), else deletes
+    /// them; and deletes the subscriber row once it has none left. The store runs it as its own
+    /// small write job, so a big absorb's events leave over many groups instead of inside the
+    /// merge's.
     /// - Returns: false when no retired subscriber was left to work on.
     func purgeRetired(limit: Int) throws -> Bool {
+        // Moves first: until one is done, the target's timeline reads reach into the source.
+        if let move = try anyEventMove() {
+            if try moveEvents(move, limit: limit) < limit {
+                try db.execute("DELETE FROM subscribers WHERE key = ? AND retired = 1", [move.source])
+            }
+            return true
+        }
         guard
             let key = try db.queryOne(
                 "SELECT key FROM subscribers WHERE retired = 1 LIMIT 1",
@@ -565,20 +574,34 @@ struct SQLiteContext: IdentityWriteContext {
 
     private static let insertEventSQL = """
         INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties)
-        VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (subscriber_key, client_id) DO NOTHING
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (subscriber_key, client_id) DO NOTHING
         """
 
+    /// The same insert for a subscriber whose absorbed events are still moving in: an event
+    /// whose client id is among them is a duplicate too (same placeholders).
+    private static let insertEventWhileMovingSQL = """
+        INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties)
+        SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE NOT EXISTS (
+            SELECT 1 FROM event_moves AS m JOIN events AS e ON e.subscriber_key = m.source_key AND e.client_id = ?3
+            WHERE m.target_key = ?1)
+        ON CONFLICT (subscriber_key, client_id) DO NOTHING
+        """
+
+    /// One event (a merge's marker, mostly): the checking insert, whose extra probe costs less
+    /// than a statement asking first.
     func insertEvent(key: Int64, seq: Int64, _ e: NewEvent) throws -> Bool {
         try db.execute(
-            Self.insertEventSQL,
+            Self.insertEventWhileMovingSQL,
             [key, seq, e.clientID, e.name, e.timestamp.millis, e.receivedAt.millis, e.propertiesJSON])
         return db.changes > 0
     }
 
     /// One statement for the whole batch, bound value by value: an argument array and a cache
-    /// lookup per event cost ~2k of the writer thread's ~22k instructions per event.
+    /// lookup per event cost ~2k of the writer thread's ~22k instructions per event. One probe
+    /// for pending moves picks the plain insert for nearly every batch.
     func insertEvents(key: Int64, afterSeq: Int64, _ events: [NewEvent]) throws -> Int {
-        let insert = try db.cachedStatement(Self.insertEventSQL)
+        let insert = try db.cachedStatement(
+            try hasIncomingMoves(key) ? Self.insertEventWhileMovingSQL : Self.insertEventSQL)
         try insert.bind(.integer(key), at: 1)
         var stored = 0
         for e in events {
@@ -594,7 +617,11 @@ struct SQLiteContext: IdentityWriteContext {
         return stored
     }
 
+    /// Appends the source's events to the target's timeline (API.md §6, absorb). Usually they
+    /// are only scheduled to move (`scheduleEventMove`): the merge's transaction then costs
+    /// a few lookups instead of one insert per event.
     func copyEvents(from: Int64, to: Int64, afterSeq: Int64) throws -> Int {
+        if let moved = try scheduleEventMove(from: from, to: to, afterSeq: afterSeq) { return moved }
         // One statement: numbering by row_number() keeps the source's order and leaves no gaps.
         try db.execute(
             """
@@ -610,10 +637,7 @@ struct SQLiteContext: IdentityWriteContext {
 
     func events(key: Int64, afterSeq: Int64, limit: Int) throws -> [EventRecord] {
         try db.query(
-            """
-            SELECT seq, client_id, name, timestamp, received_at, properties FROM events
-            WHERE subscriber_key = ? AND seq > ? ORDER BY seq LIMIT ?
-            """, [key, afterSeq, limit]
+            try hasIncomingMoves(key) ? Self.eventsWhileMovingSQL : Self.eventsSQL, [key, afterSeq, limit]
         ) { row in
             EventRecord(
                 seq: try row.requiredInt(at: 0),
@@ -624,4 +648,22 @@ struct SQLiteContext: IdentityWriteContext {
                     propertiesJSON: try row.optionalString(at: 5)))
         }
     }
+
+    private static let eventsSQL = """
+        SELECT seq, client_id, name, timestamp, received_at, properties FROM events
+        WHERE subscriber_key = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3
+        """
+
+    /// The timeline of a subscriber with absorbed events still moving in: its own rows, and
+    /// the sources' remaining ones at their target seqs. One read transaction sees each event
+    /// exactly once, on one side or the other of a move.
+    private static let eventsWhileMovingSQL = """
+        SELECT seq, client_id, name, timestamp, received_at, properties FROM events
+        WHERE subscriber_key = ?1 AND seq > ?2
+        UNION ALL
+        SELECT m.seq_offset + e.seq, e.client_id, e.name, e.timestamp, e.received_at, e.properties
+        FROM event_moves AS m JOIN events AS e ON e.subscriber_key = m.source_key AND e.seq > ?2 - m.seq_offset
+        WHERE m.target_key = ?1
+        ORDER BY 1 LIMIT ?3
+        """
 }

@@ -100,6 +100,35 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
         return try Migrator(migrations: bundledMigrations()).migrate(db).map { "\(zeroPadded($0.version))_\($0.name)" }
     }
 
+    /// Finishes every absorb whose events are still moving (migration 0006), so that a reader
+    /// of the raw tables (`buzzkit copy`) finds each event on its person. A serving process may
+    /// be moving them too: each chunk is its own transaction, so the two only take turns.
+    /// - Returns: the number of events moved.
+    @discardableResult
+    package static func finishEventMoves(path: String) throws -> Int {
+        var readOnly = Database.Options()
+        readOnly.readOnly = true
+        let pending = try Database(path: path, options: readOnly)
+        let hasTable =
+            try pending.queryOne(
+                "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'event_moves'", read: { _ in true })
+            ?? false
+        let any = try hasTable && SQLiteContext(db: pending).anyEventMove() != nil
+        pending.close()
+        guard any else { return 0 }
+        let db = try Database(path: path)
+        defer { db.close() }
+        func moveOneChunk() throws -> Int? {
+            try db.transaction {
+                let ctx = SQLiteContext(db: db)
+                return try ctx.anyEventMove().map { try ctx.moveEvents($0, limit: RetiredPurge.chunk) }
+            }
+        }
+        var moved = 0
+        while let chunk = try moveOneChunk() { moved += chunk }
+        return moved
+    }
+
     /// The migrations compiled into this binary from the top-level `migrations/` folder.
     package static func bundledMigrations() throws -> [Migration] {
         try embeddedMigrations.map { try Migration(fileName: $0.fileName, sql: $0.contents) }

@@ -126,7 +126,7 @@ import Testing
                     attributes: attributes, device: device),
                 .app, .rename, 12
             ),
-            ("absorb", IdentifyCommand(externalID: "absorber", anonymousID: anonymous(3)), .backend, .absorb, 24),
+            ("absorb", IdentifyCommand(externalID: "absorber", anonymousID: anonymous(3)), .backend, .absorb, 27),
             ("link", IdentifyCommand(externalID: "l1", anonymousID: anonymous(4)), .backend, .link, 9),
             (
                 "link with email, attributes, device",

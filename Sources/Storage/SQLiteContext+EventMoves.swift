@@ -27,6 +27,16 @@ extension SQLiteContext {
         try db.queryOne("SELECT 1 FROM event_moves WHERE target_key = ? LIMIT 1", [key], read: { _ in true }) ?? false
     }
 
+    /// Whether an event with `clientID` is among those still moving into `key`: then a new one
+    /// with that id is a duplicate.
+    func isMovingIn(clientID: String, to key: Int64) throws -> Bool {
+        try db.queryOne(
+            """
+            SELECT 1 FROM event_moves AS m JOIN events AS e ON e.subscriber_key = m.source_key AND e.client_id = ?2
+            WHERE m.target_key = ?1 LIMIT 1
+            """, [key, clientID], read: { _ in true }) ?? false
+    }
+
     /// Records the move of every event of `from` to the end of `to`'s timeline (after
     /// `afterSeq`), when an offset can number them.
     /// - Returns: the number of events that will move, or nil when they must be copied now:

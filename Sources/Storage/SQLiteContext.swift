@@ -574,37 +574,27 @@ struct SQLiteContext: IdentityWriteContext {
 
     private static let insertEventSQL = """
         INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (subscriber_key, client_id) DO NOTHING
+        VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (subscriber_key, client_id) DO NOTHING
         """
 
-    /// The same insert for a subscriber whose absorbed events are still moving in: an event
-    /// whose client id is among them is a duplicate too (same placeholders).
-    private static let insertEventWhileMovingSQL = """
-        INSERT INTO events (subscriber_key, seq, client_id, name, timestamp, received_at, properties)
-        SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE NOT EXISTS (
-            SELECT 1 FROM event_moves AS m JOIN events AS e ON e.subscriber_key = m.source_key AND e.client_id = ?3
-            WHERE m.target_key = ?1)
-        ON CONFLICT (subscriber_key, client_id) DO NOTHING
-        """
-
-    /// One event (a merge's marker, mostly): the checking insert, whose extra probe costs less
-    /// than a statement asking first.
     func insertEvent(key: Int64, seq: Int64, _ e: NewEvent) throws -> Bool {
+        if try hasIncomingMoves(key), try isMovingIn(clientID: e.clientID, to: key) { return false }
         try db.execute(
-            Self.insertEventWhileMovingSQL,
+            Self.insertEventSQL,
             [key, seq, e.clientID, e.name, e.timestamp.millis, e.receivedAt.millis, e.propertiesJSON])
         return db.changes > 0
     }
 
     /// One statement for the whole batch, bound value by value: an argument array and a cache
     /// lookup per event cost ~2k of the writer thread's ~22k instructions per event. One probe
-    /// for pending moves picks the plain insert for nearly every batch.
+    /// for pending moves first: nearly every batch has none to check against.
     func insertEvents(key: Int64, afterSeq: Int64, _ events: [NewEvent]) throws -> Int {
-        let insert = try db.cachedStatement(
-            try hasIncomingMoves(key) ? Self.insertEventWhileMovingSQL : Self.insertEventSQL)
+        let moving = try hasIncomingMoves(key)
+        let insert = try db.cachedStatement(Self.insertEventSQL)
         try insert.bind(.integer(key), at: 1)
         var stored = 0
         for e in events {
+            if moving, try isMovingIn(clientID: e.clientID, to: key) { continue }
             try insert.bind(.integer(afterSeq + Int64(stored) + 1), at: 2)
             try insert.bind(.text(e.clientID), at: 3)
             try insert.bind(.text(e.name), at: 4)

@@ -17,6 +17,10 @@ struct SQLiteContext: IdentityWriteContext {
     /// The writer's outbox: this job's events and the delivery keys; nil on readers and on
     /// contexts made outside the store's writer, which write each event's row at once.
     var outbox: OutboxWriter? = nil
+    /// The indexed columns of the subscriber rows this job read, so that saving a record whose
+    /// id, anonymous and verified are as stored leaves those indexes alone; nil: every save
+    /// writes all columns.
+    var storedIdentities: StoredIdentities? = nil
 
     // MARK: - Tenancy
 
@@ -161,12 +165,13 @@ struct SQLiteContext: IdentityWriteContext {
         """
 
     func subscriber(key: Int64) throws -> SubscriberRecord? {
-        try db.queryOne(Self.subscriberByKeySQL, [key], read: Self.subscriberRecord)
+        storedIdentities.remember(try db.queryOne(Self.subscriberByKeySQL, [key], read: Self.subscriberRecord))
     }
 
     func subscriber(tenantID: String, alias: String) throws -> SubscriberRecord? {
         // One statement for the alias lookup and the row: every request that names a subscriber runs it.
-        try db.queryOne(Self.subscriberByAliasSQL, [tenantID, alias], read: Self.subscriberRecord)
+        storedIdentities.remember(
+            try db.queryOne(Self.subscriberByAliasSQL, [tenantID, alias], read: Self.subscriberRecord))
     }
 
     private static func subscriberRecord(_ row: Statement) throws -> SubscriberRecord {
@@ -244,11 +249,24 @@ struct SQLiteContext: IdentityWriteContext {
             """, [tenantID, id, anonymous, now.millis, now.millis])
         let key = db.lastInsertRowID
         try addAlias(tenantID: tenantID, alias: id, key: key)
-        return SubscriberRecord(
-            key: key, tenantID: tenantID, id: id, anonymous: anonymous, createdAt: now, updatedAt: now)
+        return storedIdentities.remember(
+            SubscriberRecord(key: key, tenantID: tenantID, id: id, anonymous: anonymous, createdAt: now, updatedAt: now)
+        )
     }
 
+    /// Saves the record. When its id, anonymous and verified are as this job read them, only
+    /// the other columns are named: SQLite rewrites the entry of every index on a column the SET
+    /// names, even to the same value, so an events batch's save rewrote two index entries (and
+    /// dirtied their pages, two more WAL pages per person per group) for nothing.
     func updateSubscriber(_ r: SubscriberRecord) throws {
+        if let storedIdentities, storedIdentities.unchanged(r) {
+            try db.execute(
+                """
+                UPDATE subscribers SET email = ?, email_subscribed = ?, last_seq = ?, event_count = ?, updated_at = ?
+                WHERE key = ?
+                """, [r.email, r.emailSubscribed, r.lastSeq, r.eventCount, r.updatedAt.millis, r.key])
+            return
+        }
         try db.execute(
             """
             UPDATE subscribers SET id = ?, anonymous = ?, verified = ?, email = ?, email_subscribed = ?,
@@ -259,6 +277,7 @@ struct SQLiteContext: IdentityWriteContext {
                 r.id, r.anonymous, r.verified, r.email, r.emailSubscribed, r.lastSeq, r.eventCount, r.updatedAt.millis,
                 r.key,
             ])
+        _ = storedIdentities.remember(r)
     }
 
     func addAlias(tenantID: String, alias: String, key: Int64) throws {
@@ -302,6 +321,7 @@ struct SQLiteContext: IdentityWriteContext {
         try db.execute("DELETE FROM devices WHERE subscriber_key = ?", [key])
         try db.execute(
             "UPDATE subscribers SET retired = 1, id = '$retired:' || key, email = NULL WHERE key = ?", [key])
+        storedIdentities?.forget(key)
         onRetire?()
     }
 
@@ -706,4 +726,39 @@ struct SQLiteContext: IdentityWriteContext {
         WHERE m.target_key = ?1
         ORDER BY 1 LIMIT ?3
         """
+}
+
+/// The indexed columns (`id`, `anonymous`, `verified`) of the subscriber rows one write job has
+/// read or saved, by key. One per job: a job rolled back takes its knowledge with it.
+final class StoredIdentities {
+    private struct Indexed: Equatable {
+        var id: String
+        var anonymous: Bool
+        var verified: Bool
+    }
+    private var byKey: [Int64: Indexed] = [:]
+
+    fileprivate func remember(_ record: SubscriberRecord) {
+        byKey[record.key] = Indexed(id: record.id, anonymous: record.anonymous, verified: record.verified)
+    }
+
+    func forget(_ key: Int64) { byKey[key] = nil }
+
+    /// Whether the row of `record` holds its indexed columns already.
+    func unchanged(_ record: SubscriberRecord) -> Bool {
+        byKey[record.key] == Indexed(id: record.id, anonymous: record.anonymous, verified: record.verified)
+    }
+}
+
+extension Optional where Wrapped == StoredIdentities {
+    /// Notes what `record` holds, when there is a job's memory to note it in; returns it.
+    fileprivate func remember(_ record: SubscriberRecord?) -> SubscriberRecord? {
+        if let self, let record { self.remember(record) }
+        return record
+    }
+
+    fileprivate func remember(_ record: SubscriberRecord) -> SubscriberRecord {
+        self?.remember(record)
+        return record
+    }
 }

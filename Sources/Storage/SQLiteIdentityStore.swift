@@ -167,7 +167,7 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
             try body(
                 SQLiteContext(
                     db: db, onRetire: purge.request, onSkipped: onError, onAuthChange: authChanged.set,
-                    webhookFilters: filters, outbox: outbox))
+                    webhookFilters: filters, outbox: outbox, storedIdentities: StoredIdentities()))
         }) { result in
             if authChanged.isSet { observers.notify() }
             completion(result.mapError { error in (error as? SQLiteError).map(Self.domainError) ?? error })
@@ -201,7 +201,7 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
             try body(
                 SQLiteContext(
                     db: db, onRetire: purge.request, onSkipped: onError, onAuthChange: authChanged.set,
-                    webhookFilters: filters, outbox: outbox))
+                    webhookFilters: filters, outbox: outbox, storedIdentities: StoredIdentities()))
         }
     }
 

@@ -34,6 +34,7 @@ package final class Metrics: Sendable {
         var storageErrors: [String: UInt64] = [:]
         var batchSizes = Histogram(Metrics.batchBuckets)
         var commitLatency = Histogram(Metrics.latencyBuckets)
+        var logSyncLatency = Histogram(Metrics.latencyBuckets)
     }
     /// Counts and latencies of one route: one dictionary entry per route, so a request costs
     /// one lookup. Statuses per route are few, a short list beats a second hash.
@@ -116,6 +117,12 @@ package final class Metrics: Sendable {
         }
     }
 
+    /// Observes one sync of the write-ahead log by the completion thread.
+    package func recordLogSync(duration: Duration) {
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        state.withLock { $0.logSyncLatency.observe(seconds, bounds: Self.latencyBuckets) }
+    }
+
     /// Registers a gauge read at each scrape, e.g. `buzzkit_open_connections`.
     package func setGauge(_ name: String, _ read: @escaping @Sendable () -> Double) {
         gauges.withLock { $0[name] = read }
@@ -177,10 +184,15 @@ package final class Metrics: Sendable {
         out += "# HELP buzzkit_write_batch_size Write requests committed together in one transaction.\n"
         out += "# TYPE buzzkit_write_batch_size histogram\n"
         out += Self.render("buzzkit_write_batch_size", snapshot.batchSizes, bounds: Self.batchBuckets, labels: "")
-        out += "# HELP buzzkit_commit_duration_seconds Duration of one group commit, fsync included.\n"
+        out += "# HELP buzzkit_commit_duration_seconds Duration of one group's COMMIT on the writer thread.\n"
         out += "# TYPE buzzkit_commit_duration_seconds histogram\n"
         out += Self.render(
             "buzzkit_commit_duration_seconds", snapshot.commitLatency, bounds: Self.latencyBuckets, labels: "")
+        out += "# HELP buzzkit_wal_sync_duration_seconds One fdatasync of the SQLite log, off the writer thread, "
+        out += "for the groups committed before it.\n"
+        out += "# TYPE buzzkit_wal_sync_duration_seconds histogram\n"
+        out += Self.render(
+            "buzzkit_wal_sync_duration_seconds", snapshot.logSyncLatency, bounds: Self.latencyBuckets, labels: "")
         for (name, read) in gauges.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
             out += "# TYPE \(name) gauge\n\(name) \(Self.number(read()))\n"
         }

@@ -103,6 +103,9 @@ package final class DatabaseWriter: Sendable {
     ///   - maxBatch: Most jobs committed together.
     ///   - onCommit: Called on the writer thread after each successful group commit, before the
     ///     group's completions, with the number of jobs in it and how long `COMMIT` took (metrics).
+    ///   - onSync: Called on the completion thread after each `fdatasync` of the log it runs for
+    ///     the groups committed so far (when the writer leaves the sync to it), with how long the
+    ///     sync took: the wait every acknowledged write shares (metrics).
     ///   - setUp: Runs once on the writer's connection before any job (functions, temp triggers).
     ///   - afterJob: Called on the writer thread after each job's savepoint ended: `true` when its
     ///     work stays in the group, `false` when it was rolled back.
@@ -115,6 +118,7 @@ package final class DatabaseWriter: Sendable {
     package init(
         path: String, options: Database.Options = .init(), maxBatch: Int = 256,
         onCommit: (@Sendable (_ batchSize: Int, _ commitDuration: Duration) -> Void)? = nil,
+        onSync: (@Sendable (_ syncDuration: Duration) -> Void)? = nil,
         setUp: ((Database) throws -> Void)? = nil,
         afterJob: (@Sendable (_ kept: Bool) -> Void)? = nil,
         beforeCommit: (@Sendable (Database) throws -> Void)? = nil,
@@ -140,7 +144,9 @@ package final class DatabaseWriter: Sendable {
         let deliveries = ConditionLock(Deliveries())
         self.deliveries = deliveries
         let logToSync = log
-        NamedThread.detach(name: "db-complete") { Self.runCompletions(deliveries, log: logToSync, onError: onError) }
+        NamedThread.detach(name: "db-complete") {
+            Self.runCompletions(deliveries, log: logToSync, onSync: onSync, onError: onError)
+        }
         // The connection is not Sendable; after this line only the writer thread touches it.
         let transfer = UnsafeTransfer(value: database)
         NamedThread.detach(name: "db-writer") {
@@ -300,7 +306,8 @@ package final class DatabaseWriter: Sendable {
     /// The completion thread: runs handed-over groups in order until the writer stops it, after
     /// one sync of the log for all the committed groups it took (when the writer does not sync).
     private static func runCompletions(
-        _ deliveries: ConditionLock<Deliveries>, log: LogFile?, onError: DatabaseErrorHandler?
+        _ deliveries: ConditionLock<Deliveries>, log: LogFile?,
+        onSync: (@Sendable (Duration) -> Void)?, onError: DatabaseErrorHandler?
     ) {
         deliveries.withLock { $0.thread = pthread_self() }
         var syncError: (any Error)?
@@ -312,7 +319,9 @@ package final class DatabaseWriter: Sendable {
             // Every group taken was committed before this sync starts, so it covers them all.
             if syncError == nil, let log, groups.contains(where: \.committed) {
                 do {
+                    let started = ContinuousClock.now
                     try log.sync()
+                    onSync?(ContinuousClock.now - started)
                 } catch {
                     syncError = error
                     onError?("fdatasync(wal)", error)

@@ -38,11 +38,13 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
     /// Opens the database, applies pending migrations, and starts the writer.
     /// - Parameters:
     ///   - onCommit: observes each group commit (batch size, duration) for metrics.
+    ///   - onSync: observes each sync of the log off the writer thread (duration) for metrics.
     ///   - onError: told of what no caller sees: failed checkpoints and PRAGMAs on the writer,
     ///     stored tenant settings that were skipped. For the log and a metric.
     package init(
         configuration: Configuration,
         onCommit: (@Sendable (_ batchSize: Int, _ commitDuration: Duration) -> Void)? = nil,
+        onSync: (@Sendable (_ syncDuration: Duration) -> Void)? = nil,
         onError: DatabaseErrorHandler? = nil
     ) throws {
         path = configuration.path
@@ -79,6 +81,7 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
         }
         writer = try DatabaseWriter(
             path: configuration.path, options: options, maxBatch: configuration.maxWriteBatch, onCommit: onCommit,
+            onSync: onSync,
             setUp: setUp, afterJob: { kept in outbox.jobEnded(kept: kept) },
             beforeCommit: { db in try SQLiteContext(db: db, webhookFilters: filters, outbox: outbox).writeGroupOutbox()
             },

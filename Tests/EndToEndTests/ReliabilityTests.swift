@@ -175,6 +175,7 @@ import Testing
             #"buzzkit_merges_total{shape="link"} 1"#,
             "# TYPE buzzkit_write_batch_size histogram",
             "# TYPE buzzkit_commit_duration_seconds histogram",
+            "# TYPE buzzkit_wal_sync_duration_seconds histogram",
             "# TYPE buzzkit_open_connections gauge",
             "buzzkit_open_connections 1",
             "# TYPE buzzkit_database_bytes gauge",
@@ -184,6 +185,9 @@ import Testing
         }
         let commits = text.split(separator: "\n").first { $0.hasPrefix("buzzkit_commit_duration_seconds_count ") }
         #expect((commits?.split(separator: " ").last).flatMap { Int($0) } ?? 0 >= 4)
+        // synchronous=FULL (the default): the completion thread synced the log for those commits.
+        let syncs = text.split(separator: "\n").first { $0.hasPrefix("buzzkit_wal_sync_duration_seconds_count ") }
+        #expect((syncs?.split(separator: " ").last).flatMap { Int($0) } ?? 0 >= 1)
         let size = text.split(separator: "\n").first { $0.hasPrefix("buzzkit_database_bytes ") }
         #expect((size?.split(separator: " ").last).flatMap { Int($0) } ?? 0 > 0)
         // Every sample line is `name{labels} value` with a number value.

@@ -144,6 +144,9 @@ ceiling_run() {
 NEXT_ANON=0
 take_anon_span() { ANON_FROM=$NEXT_ANON; NEXT_ANON=$((NEXT_ANON + SPAN)); }
 subscriber_count() { sqlite3 "$DB" 'SELECT count(*) FROM subscribers'; }
+# The server's /metrics after a scenario (cumulative: subtract the previous file), e.g. the
+# write batch sizes and the commit and log-sync histograms behind identify's p99.
+metrics_after() { curl -sf "$BASE/metrics" >"$OUT/metrics-after-$1.txt" || true; }
 # Milliseconds from $1 (`date +%s%N`) until no absorb's events are left moving (migration 0006;
 # a binary from before it has no such table, and nothing ever left to move).
 moves_done_ms() {
@@ -169,6 +172,7 @@ if has healthz; then
         done
     done
 fi
+metrics_after healthz
 
 if has identify; then
     echo "POST /v1/identify, new person each time (rename), synchronous=FULL, 64 conns…"
@@ -182,6 +186,7 @@ if has identify; then
         [ "$(subscriber_count)" = "$before" ] || echo "  WARNING: identify created rows; raise SPAN"
     done
 fi
+metrics_after identify
 
 if has get; then
     echo "GET /v1/subscribers/{id}, existing people, 64 conns…"
@@ -190,6 +195,7 @@ if has get; then
         ceiling_run get "$run" 0
     done
 fi
+metrics_after get
 
 if has events; then
     echo "POST /v1/events, batches of 50, 64 conns…"
@@ -198,6 +204,7 @@ if has events; then
         wrk_run events_c64 buzzkit "$run" 64 "$BASE/v1/events" -s bench/lua/events.lua -- $PEOPLE "$CLIENT_KEY" "r$run"
     done
 fi
+metrics_after events
 
 if has absorb; then
     echo "absorbing $BIG_EVENTS events, with identify + GET traffic alongside (16 conns each)…"
@@ -245,6 +252,7 @@ if has absorb; then
         echo "  absorb_10k_alone buzzkit #$run: $ms ms (its events all moved after $moved ms)"
     done
 fi
+metrics_after absorb
 
 if has idle; then
     echo "$IDLE idle keep-alive connections…"
@@ -263,6 +271,7 @@ if has idle; then
     done
     kill "$IDLE_PID"; wait "$IDLE_PID" 2>/dev/null || true
 fi
+metrics_after idle
 
 echo "loadavg at end: $(cat /proc/loadavg)" | tee -a "$OUT/machine.txt"
 python3 bench/summarize.py "$OUT" | tee "$OUT/table.md"

@@ -121,6 +121,32 @@ import Testing
         #expect(try dump(target) == before)
     }
 
+    /// A retired subscriber whose events still move to its person (migration 0006): a copy of
+    /// that snapshot would lose them, so it is refused; once the moves are finished, as
+    /// `buzzkit copy` does first, the events arrive on their person.
+    @Test func pendingEventMovesAreFinishedNeverLost() throws {
+        let source = try makeSource(people: 3)
+        let db = try Database(path: source)
+        try db.execute("INSERT INTO event_moves (source_key, target_key, seq_offset) VALUES (1, 2, 3)")
+        db.close()
+        let target = path("target.sqlite")
+        #expect(throws: StoreCopyError.self) {
+            try StoreCopier().copy(
+                from: try SQLiteCopySource(path: source, migrations: migrations),
+                to: SQLiteCopyTarget(path: target, migrations: migrations))
+        }
+
+        #expect(try SQLiteIdentityStore.finishEventMoves(path: source) == 1)
+        let counts = try StoreCopier().copy(
+            from: try SQLiteCopySource(path: source, migrations: migrations),
+            to: SQLiteCopyTarget(path: target, migrations: migrations))
+        #expect(counts.first { $0.kind == "events" }?.target == 10)  // 3 × 3, and the moved one
+        let copied = try Database(path: target)
+        defer { copied.close() }
+        let moved = try copied.queryOne("SELECT seq, client_id FROM events WHERE subscriber_key = 2 AND seq = 4")
+        #expect(moved?.string("client_id") == "old")
+    }
+
     /// A source that loses one event row on the way: the counts disagree, nothing is committed.
     final class LossySource: CopySource {
         let inner: any CopySource

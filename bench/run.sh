@@ -3,7 +3,7 @@
 #
 #   bench/run.sh                 # RUNS=3 DUR=5 by default
 #   RUNS=5 DUR=8 bench/run.sh
-#   ONLY=healthz,identify bench/run.sh   # a subset: healthz,identify,get,events,absorb,idle
+#   ONLY=healthz,identify bench/run.sh   # a subset: healthz,identify,get,events,absorb,idle,uncached
 #   BUZZKIT_BINARY=/tmp/other bench/run.sh   # another build (no release build first)
 #
 # Each scenario runs RUNS times, interleaved with its ceiling (ours, ceiling, ours, ceiling…), so
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 RUNS=${RUNS:-3}
 DUR=${DUR:-5}
-ONLY=${ONLY:-healthz,identify,get,events,absorb,idle}
+ONLY=${ONLY:-healthz,identify,get,events,absorb,idle,uncached}
 PEOPLE=50000           # identified subscribers in the database (the issue's "grown to 50k")
 SPAN=90000             # anonymous ids reserved for one wrk identify run (2 threads × 45000)
 POOL=$((SPAN * (2 * RUNS + 2)))  # seeded anonymous subscribers, renamed by identify runs
@@ -85,13 +85,18 @@ echo "database: $(du -h "$DB" | cut -f1), $(sqlite3 "$DB" 'SELECT count(*) FROM 
 cat >"$WORK/config.json" <<EOF
 {"logLevel": "warn", "clientKeyRatePerSecond": 0, "maxConnections": $((IDLE + 2000)), "idleTimeoutSeconds": 600}
 EOF
-"$BUZZKIT" serve --port 0 --database "$DB" --config "$WORK/config.json" >"$WORK/server.out" 2>"$OUT/server.log" &
-SERVER_PID=$!
-PIDS+=("$SERVER_PID")
-for _ in $(seq 100); do grep -q listening "$WORK/server.out" && break; sleep 0.1; done
-PORT=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$WORK/server.out")
-echo "server pid $SERVER_PID port $PORT, nginx port $NGINX_PORT"
-BASE=http://127.0.0.1:$PORT
+# start_server CONFIG: serves $DB with CONFIG; sets SERVER_PID, PORT, BASE.
+start_server() {
+    : >"$WORK/server.out"
+    "$BUZZKIT" serve --port 0 --database "$DB" --config "$1" >"$WORK/server.out" 2>>"$OUT/server.log" &
+    SERVER_PID=$!
+    PIDS+=("$SERVER_PID")
+    for _ in $(seq 100); do grep -q listening "$WORK/server.out" && break; sleep 0.1; done
+    PORT=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$WORK/server.out")
+    echo "server pid $SERVER_PID port $PORT, nginx port $NGINX_PORT"
+    BASE=http://127.0.0.1:$PORT
+}
+start_server "$WORK/config.json"
 
 # A rename must really be a rename (a seeded anonymous id, a new external id).
 curl -sf -X POST "$BASE/v1/identify" -H "Authorization: Bearer $CLIENT_KEY" -H 'Content-Type: application/json' \
@@ -272,6 +277,20 @@ if has idle; then
     kill "$IDLE_PID"; wait "$IDLE_PID" 2>/dev/null || true
 fi
 metrics_after idle
+
+if has uncached; then
+    # Last: it restarts the server. Every GET then reads its snapshot from SQLite (a reader
+    # transaction), the work sqlite_ceiling's get scenario does alone on one thread.
+    echo "GET /v1/subscribers/{id} with the snapshot cache off, 64 conns…"
+    kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true
+    sed 's/^{/{"snapshotCacheMiB": 0, /' "$WORK/config.json" >"$WORK/config-uncached.json"
+    start_server "$WORK/config-uncached.json"
+    wrk -t2 -c64 -d2s -s bench/lua/get.lua "$BASE/healthz" -- $PEOPLE "$SECRET_KEY" >/dev/null  # page caches
+    for run in $(seq "$RUNS"); do
+        wrk_run get_uncached_c64 buzzkit "$run" 64 "$BASE/healthz" -s bench/lua/get.lua -- $PEOPLE "$SECRET_KEY"
+        ceiling_run get "$run" 0
+    done
+fi
 
 echo "loadavg at end: $(cat /proc/loadavg)" | tee -a "$OUT/machine.txt"
 python3 bench/summarize.py "$OUT" | tee "$OUT/table.md"

@@ -65,6 +65,10 @@ get, health = med("get_c64", "buzzkit"), med("healthz_c64", "buzzkit")
 ratio_row("GET /v1/subscribers/{id}, 64 conns vs our /healthz", get, health, 0.8,
           note=f"p99 {fmt(med('get_c64', 'buzzkit', 1))} ms; server CPU {fmt(med('get_c64_cpu', 'buzzkit'))} µs/request; SQLite alone does {fmt(med('ceiling_get_subscriber', 'sqlite'))}/s of the same reads on 1 thread")
 
+ratio_row("GET /v1/subscribers/{id}, cache off, 64 conns vs SQLite alone (1 thread)", med("get_uncached_c64", "buzzkit"),
+          med("ceiling_get_subscriber", "sqlite"), 0.5,
+          note=f"p99 {fmt(med('get_uncached_c64', 'buzzkit', 1))} ms; server CPU {fmt(med('get_uncached_c64_cpu', 'buzzkit'))} µs/request")
+
 ev = med("events_c64", "buzzkit")
 if ev is not None:
     ratio_row("POST /v1/events ×50, 64 conns vs SQLite 64×50/txn", ev * 50, med("ceiling_events_group64x50", "sqlite"), 0.9,

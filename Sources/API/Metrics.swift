@@ -35,6 +35,7 @@ package final class Metrics: Sendable {
         var batchSizes = Histogram(Metrics.batchBuckets)
         var commitLatency = Histogram(Metrics.latencyBuckets)
         var logSyncLatency = Histogram(Metrics.latencyBuckets)
+        var logRestartLatency = Histogram(Metrics.latencyBuckets)
     }
     /// Counts and latencies of one route: one dictionary entry per route, so a request costs
     /// one lookup. Statuses per route are few, a short list beats a second hash.
@@ -110,17 +111,24 @@ package final class Metrics: Sendable {
 
     /// Observes one group commit of the writer.
     package func recordCommit(batchSize: Int, duration: Duration) {
-        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
         state.withLock { state in
             state.batchSizes.observe(Double(batchSize), bounds: Self.batchBuckets)
-            state.commitLatency.observe(seconds, bounds: Self.latencyBuckets)
+            state.commitLatency.observe(Self.seconds(duration), bounds: Self.latencyBuckets)
         }
     }
 
     /// Observes one sync of the write-ahead log by the completion thread.
     package func recordLogSync(duration: Duration) {
-        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-        state.withLock { $0.logSyncLatency.observe(seconds, bounds: Self.latencyBuckets) }
+        state.withLock { $0.logSyncLatency.observe(Self.seconds(duration), bounds: Self.latencyBuckets) }
+    }
+
+    /// Observes one restart of the write-ahead log by the checkpoint thread.
+    package func recordLogRestart(duration: Duration) {
+        state.withLock { $0.logRestartLatency.observe(Self.seconds(duration), bounds: Self.latencyBuckets) }
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     /// Registers a gauge read at each scrape, e.g. `buzzkit_open_connections`.
@@ -193,6 +201,12 @@ package final class Metrics: Sendable {
         out += "# TYPE buzzkit_wal_sync_duration_seconds histogram\n"
         out += Self.render(
             "buzzkit_wal_sync_duration_seconds", snapshot.logSyncLatency, bounds: Self.latencyBuckets, labels: "")
+        out += "# HELP buzzkit_wal_restart_duration_seconds One RESTART checkpoint of the SQLite log; "
+        out += "new writes wait for it.\n"
+        out += "# TYPE buzzkit_wal_restart_duration_seconds histogram\n"
+        out += Self.render(
+            "buzzkit_wal_restart_duration_seconds", snapshot.logRestartLatency, bounds: Self.latencyBuckets,
+            labels: "")
         for (name, read) in gauges.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
             out += "# TYPE \(name) gauge\n\(name) \(Self.number(read()))\n"
         }

@@ -36,6 +36,7 @@ func openStore(_ settings: Settings, metrics: Metrics? = nil) throws -> ServedSt
             configuration: configuration,
             onCommit: { size, duration in metrics?.recordCommit(batchSize: size, duration: duration) },
             onSync: { duration in metrics?.recordLogSync(duration: duration) },
+            onLogRestart: { duration in metrics?.recordLogRestart(duration: duration) },
             onError: { operation, error in
                 // What no request saw (a checkpoint, a PRAGMA, a skipped setting) still reaches the log.
                 metrics?.recordStorageError(operation: operation)

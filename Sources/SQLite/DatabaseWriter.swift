@@ -75,6 +75,7 @@ package final class DatabaseWriter: Sendable {
     private let path: String
     private let options: Database.Options
     private let onError: DatabaseErrorHandler?
+    private let onLogRestart: (@Sendable (Duration) -> Void)?
 
     /// One group's completions, handed from the writer to the completion thread.
     private struct DeliveredGroup: Sendable {
@@ -106,6 +107,9 @@ package final class DatabaseWriter: Sendable {
     ///   - onSync: Called on the completion thread after each `fdatasync` of the log it runs for
     ///     the groups committed so far (when the writer leaves the sync to it), with how long the
     ///     sync took: the wait every acknowledged write shares (metrics).
+    ///   - onLogRestart: Called on the checkpoint thread after each `RESTART` checkpoint (see
+    ///     ``checkpointInBackground(every:restartAfterFrames:)``), with how long it took: new
+    ///     writes wait for it (metrics).
     ///   - setUp: Runs once on the writer's connection before any job (functions, temp triggers).
     ///   - afterJob: Called on the writer thread after each job's savepoint ended: `true` when its
     ///     work stays in the group, `false` when it was rolled back.
@@ -119,6 +123,7 @@ package final class DatabaseWriter: Sendable {
         path: String, options: Database.Options = .init(), maxBatch: Int = 256,
         onCommit: (@Sendable (_ batchSize: Int, _ commitDuration: Duration) -> Void)? = nil,
         onSync: (@Sendable (_ syncDuration: Duration) -> Void)? = nil,
+        onLogRestart: (@Sendable (_ restartDuration: Duration) -> Void)? = nil,
         setUp: ((Database) throws -> Void)? = nil,
         afterJob: (@Sendable (_ kept: Bool) -> Void)? = nil,
         beforeCommit: (@Sendable (Database) throws -> Void)? = nil,
@@ -129,6 +134,7 @@ package final class DatabaseWriter: Sendable {
         self.path = path
         self.options = options
         self.onError = onError
+        self.onLogRestart = onLogRestart
         let commitsCounter = Commits()
         self.commits = commitsCounter
         let database = try Database(path: path, options: options)
@@ -266,7 +272,7 @@ package final class DatabaseWriter: Sendable {
         let connection = try Database(path: path, options: checkpointOptions)
         let checkpointer = Checkpointer(
             database: connection, every: every, restartAfterFrames: restartAfterFrames, commits: commits,
-            onError: onError)
+            onRestart: onLogRestart, onError: onError)
         let started = shared.withLock { state -> Bool in
             guard state.checkpointer == nil, !state.closing else { return false }
             state.checkpointInterval = every
@@ -535,16 +541,18 @@ private final class Checkpointer: Sendable {
     private let every: Duration
     private let restartAfterFrames: Int
     private let commits: Commits
+    private let onRestart: (@Sendable (Duration) -> Void)?
     private let onError: DatabaseErrorHandler?
 
     init(
         database: Database, every: Duration, restartAfterFrames: Int, commits: Commits,
-        onError: DatabaseErrorHandler?
+        onRestart: (@Sendable (Duration) -> Void)?, onError: DatabaseErrorHandler?
     ) {
         self.database = UnsafeTransfer(value: database)
         self.every = every
         self.restartAfterFrames = restartAfterFrames
         self.commits = commits
+        self.onRestart = onRestart
         self.onError = onError
     }
 
@@ -595,7 +603,9 @@ private final class Checkpointer: Sendable {
         database.value.setBusyTimeout(.milliseconds(200))
         defer { database.value.setBusyTimeout(.zero) }
         do {
+            let started = ContinuousClock.now
             try database.value.checkpoint(.restart)
+            onRestart?(ContinuousClock.now - started)
         } catch {
             onError?("checkpoint(restart)", error)
         }

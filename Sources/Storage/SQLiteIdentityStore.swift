@@ -39,12 +39,15 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
     /// - Parameters:
     ///   - onCommit: observes each group commit (batch size, duration) for metrics.
     ///   - onSync: observes each sync of the log off the writer thread (duration) for metrics.
+    ///   - onLogRestart: observes each restart of the log, which new writes wait for (duration),
+    ///     for metrics.
     ///   - onError: told of what no caller sees: failed checkpoints and PRAGMAs on the writer,
     ///     stored tenant settings that were skipped. For the log and a metric.
     package init(
         configuration: Configuration,
         onCommit: (@Sendable (_ batchSize: Int, _ commitDuration: Duration) -> Void)? = nil,
         onSync: (@Sendable (_ syncDuration: Duration) -> Void)? = nil,
+        onLogRestart: (@Sendable (_ restartDuration: Duration) -> Void)? = nil,
         onError: DatabaseErrorHandler? = nil
     ) throws {
         path = configuration.path
@@ -81,7 +84,7 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
         }
         writer = try DatabaseWriter(
             path: configuration.path, options: options, maxBatch: configuration.maxWriteBatch, onCommit: onCommit,
-            onSync: onSync,
+            onSync: onSync, onLogRestart: onLogRestart,
             setUp: setUp, afterJob: { kept in outbox.jobEnded(kept: kept) },
             beforeCommit: { db in try SQLiteContext(db: db, webhookFilters: filters, outbox: outbox).writeGroupOutbox()
             },

@@ -176,6 +176,7 @@ import Testing
             "# TYPE buzzkit_write_batch_size histogram",
             "# TYPE buzzkit_commit_duration_seconds histogram",
             "# TYPE buzzkit_wal_sync_duration_seconds histogram",
+            "# TYPE buzzkit_wal_restart_duration_seconds histogram",
             "# TYPE buzzkit_open_connections gauge",
             "buzzkit_open_connections 1",
             "# TYPE buzzkit_database_bytes gauge",

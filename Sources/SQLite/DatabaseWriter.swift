@@ -262,16 +262,11 @@ package final class DatabaseWriter: Sendable {
     /// thread runs one `RESTART` checkpoint, waiting up to 200 ms for the group being committed
     /// and the readers in flight (a pause of that much for new writes at most, once per
     /// `restartAfterFrames` pages written); the next commit then writes from the log's start.
-    /// Measured (`buzzkit_wal_restart_duration_seconds`), a restart held new writes 32–100 ms: it
-    /// copies the frames written since the last passive checkpoint and syncs the database file
-    /// under the write lock, whatever the threshold. At 16,384 pages (64 MiB) an identify flood
-    /// restarted every ~3 s; at 65,536 (256 MiB) every ~10 s, for a log up to that size on disk
-    /// while a flood lasts (it is cut to zero once writes pause).
     /// - Parameters:
     ///   - every: Time between checkpoints.
     ///   - restartAfterFrames: WAL length (pages) past which the log is restarted while writes
-    ///     flow; 65,536 pages is 256 MiB at the default 4 KiB page.
-    package func checkpointInBackground(every: Duration, restartAfterFrames: Int = 65_536) throws {
+    ///     flow; 16,384 pages is 64 MiB at the default 4 KiB page.
+    package func checkpointInBackground(every: Duration, restartAfterFrames: Int = 16_384) throws {
         var checkpointOptions = options
         checkpointOptions.busyTimeout = .zero
         let connection = try Database(path: path, options: checkpointOptions)

@@ -165,13 +165,16 @@ struct SQLiteContext: IdentityWriteContext {
         """
 
     func subscriber(key: Int64) throws -> SubscriberRecord? {
-        storedIdentities.remember(try db.queryOne(Self.subscriberByKeySQL, [key], read: Self.subscriberRecord))
+        let record = try db.queryOne(Self.subscriberByKeySQL, [key], read: Self.subscriberRecord)
+        if let record { storedIdentities?.remember(record) }
+        return record
     }
 
     func subscriber(tenantID: String, alias: String) throws -> SubscriberRecord? {
         // One statement for the alias lookup and the row: every request that names a subscriber runs it.
-        storedIdentities.remember(
-            try db.queryOne(Self.subscriberByAliasSQL, [tenantID, alias], read: Self.subscriberRecord))
+        let record = try db.queryOne(Self.subscriberByAliasSQL, [tenantID, alias], read: Self.subscriberRecord)
+        if let record { storedIdentities?.remember(record) }
+        return record
     }
 
     private static func subscriberRecord(_ row: Statement) throws -> SubscriberRecord {
@@ -249,9 +252,10 @@ struct SQLiteContext: IdentityWriteContext {
             """, [tenantID, id, anonymous, now.millis, now.millis])
         let key = db.lastInsertRowID
         try addAlias(tenantID: tenantID, alias: id, key: key)
-        return storedIdentities.remember(
-            SubscriberRecord(key: key, tenantID: tenantID, id: id, anonymous: anonymous, createdAt: now, updatedAt: now)
-        )
+        let record = SubscriberRecord(
+            key: key, tenantID: tenantID, id: id, anonymous: anonymous, createdAt: now, updatedAt: now)
+        storedIdentities?.remember(record)
+        return record
     }
 
     /// Saves the record. When its id, anonymous and verified are as this job read them, only
@@ -277,7 +281,7 @@ struct SQLiteContext: IdentityWriteContext {
                 r.id, r.anonymous, r.verified, r.email, r.emailSubscribed, r.lastSeq, r.eventCount, r.updatedAt.millis,
                 r.key,
             ])
-        _ = storedIdentities.remember(r)
+        storedIdentities?.remember(r)
     }
 
     func addAlias(tenantID: String, alias: String, key: Int64) throws {
@@ -738,7 +742,7 @@ final class StoredIdentities {
     }
     private var byKey: [Int64: Indexed] = [:]
 
-    fileprivate func remember(_ record: SubscriberRecord) {
+    func remember(_ record: SubscriberRecord) {
         byKey[record.key] = Indexed(id: record.id, anonymous: record.anonymous, verified: record.verified)
     }
 
@@ -747,18 +751,5 @@ final class StoredIdentities {
     /// Whether the row of `record` holds its indexed columns already.
     func unchanged(_ record: SubscriberRecord) -> Bool {
         byKey[record.key] == Indexed(id: record.id, anonymous: record.anonymous, verified: record.verified)
-    }
-}
-
-extension Optional where Wrapped == StoredIdentities {
-    /// Notes what `record` holds, when there is a job's memory to note it in; returns it.
-    fileprivate func remember(_ record: SubscriberRecord?) -> SubscriberRecord? {
-        if let self, let record { self.remember(record) }
-        return record
-    }
-
-    fileprivate func remember(_ record: SubscriberRecord) -> SubscriberRecord {
-        self?.remember(record)
-        return record
     }
 }

@@ -30,6 +30,11 @@ package enum CheckpointMode: Sendable, Hashable {
 }
 
 extension Database {
+    /// Whether the main schema has a table of that name (a migration may not have run yet).
+    package func hasTable(_ name: String) throws -> Bool {
+        try queryOne("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [name]) != nil
+    }
+
     /// Copies WAL content back into the database file (`sqlite3_wal_checkpoint_v2`).
     ///
     /// A no-op for databases not in WAL mode. `.full`, `.restart` and `.truncate` throw

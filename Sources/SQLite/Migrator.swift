@@ -35,10 +35,7 @@ package struct Migrator: Sendable {
     /// Reads only: does not create the ledger table.
     /// - Throws: ``MigrationError`` when the ledger disagrees (edited, unknown, out of order).
     package func pending(_ db: Database) throws -> [Migration] {
-        let ledgerExists =
-            try db.queryOne(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'") != nil
-        guard ledgerExists else { return migrations }
+        guard try db.hasTable("schema_migrations") else { return migrations }
         return try pendingMigrations(migrations, applied: appliedRows(db))
     }
 

@@ -124,6 +124,7 @@ extension SQLiteContext {
         }
     }
 
-    /// Events per statement when a move is finished at once; the rows all go in one transaction.
-    private static let finishChunk = 10_000
+    /// Events per statement when a move is finished at once, where no request waits on the
+    /// chunks (a merge into the person, `buzzkit copy`).
+    static let finishChunk = 10_000
 }

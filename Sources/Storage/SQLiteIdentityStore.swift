@@ -115,11 +115,7 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
         var readOnly = Database.Options()
         readOnly.readOnly = true
         let pending = try Database(path: path, options: readOnly)
-        let hasTable =
-            try pending.queryOne(
-                "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'event_moves'", read: { _ in true })
-            ?? false
-        let any = try hasTable && SQLiteContext(db: pending).anyEventMove() != nil
+        let any = try pending.hasTable("event_moves") && SQLiteContext(db: pending).anyEventMove() != nil
         pending.close()
         guard any else { return 0 }
         let db = try Database(path: path)
@@ -127,8 +123,8 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
         func moveOneChunk() throws -> Int? {
             try db.transaction {
                 let ctx = SQLiteContext(db: db)
-                // No one waits on these groups but the copy: big chunks, few transactions.
-                return try ctx.anyEventMove().map { try ctx.moveEvents($0, limit: 10_000) }
+                // No one waits on these transactions but the copy: big chunks, few of them.
+                return try ctx.anyEventMove().map { try ctx.moveEvents($0, limit: SQLiteContext.finishChunk) }
             }
         }
         var moved = 0

@@ -195,13 +195,6 @@ package final class SQLiteCopyTarget: CopyTarget {
     }
 }
 
-extension Database {
-    /// Whether the main schema has a table of that name.
-    fileprivate func hasTable(_ name: String) throws -> Bool {
-        try queryOne("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [name]) != nil
-    }
-}
-
 extension CopyValue {
     /// The value bound to a SQLite statement.
     var sqliteValue: SQLiteValue {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Instructions per request of `GET /healthz` and of a cached `GET /v1/subscribers/{id}`, counted
+# Instructions per request of `GET /healthz` and of a `GET /v1/subscribers/{id}` (cached, and
+# `uncached` with the snapshot cache off), counted
 # by callgrind over the whole server process while wrk (4 connections) sends them. Like
 # bench/webhook-outbox-instructions.sh, these counts repeat within ~1 % however loaded the machine
 # is, so they compare two builds where req/s cannot; they are how the HTTP path's cuts were
@@ -23,7 +24,9 @@ measure() {  # measure healthz|get → "requests instructions"
     local which=$1 work key server base path secret=""
     work=$(mktemp -d)
     key="bk_ws_$(python3 -c 'import secrets,string; print("".join(secrets.choice(string.ascii_letters+string.digits) for _ in range(32)))')"
-    echo '{"logLevel":"warn","clientKeyRatePerSecond":0}' >"$work/config.json"
+    local cache=""
+    [ "$which" = uncached ] && cache='"snapshotCacheMiB":0,'
+    echo "{$cache\"logLevel\":\"warn\",\"clientKeyRatePerSecond\":0}" >"$work/config.json"
     BUZZKIT_BOOTSTRAP_WORKSPACE_KEY="$key" \
         valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/callgrind.$which.%p" \
         "$BIN" serve --port 0 --database "$work/db.sqlite" --config "$work/config.json" \
@@ -33,7 +36,7 @@ measure() {  # measure healthz|get → "requests instructions"
     base=$(sed -n 's/^listening on //p' "$work/stdout")
     path=/healthz
     : >"$work/headers.lua"
-    if [ "$which" = get ]; then
+    if [ "$which" != healthz ]; then
         secret=$(curl -sf -X POST "$base/v1/tenants" -H "Authorization: Bearer $key" \
             -H 'Content-Type: application/json' -d '{"name":"t"}' |
             python3 -c "import json,sys; print(json.load(sys.stdin)['data']['secretKey'])")
@@ -54,7 +57,7 @@ measure() {  # measure healthz|get → "requests instructions"
     echo "$n $(awk '/^summary:/ {print $2}' "$OUT"/callgrind."$which".$server.1)"
 }
 
-for which in healthz get; do
+for which in healthz get uncached; do
     [[ ",$ONLY," == *",$which,"* ]] || continue
     read -r n instructions < <(measure "$which")
     echo "$which: $((instructions / n)) instructions per request ($n requests)"

@@ -56,8 +56,9 @@ package struct Reply: Sendable {
         set { extras = Extras(metadata: metadata, raw: raw, subscriberToShow: newValue) }
     }
 
-    /// Puts the subscriber to show first in `data`, before what the handler put there; one the
-    /// job left to be read after the commit is read with `read`.
+    /// Puts the subscriber to show first in `data`, before what the handler put there (a member
+    /// of its own named `subscriber` gives way to it); one the job left to be read after the
+    /// commit is read with `read`.
     mutating func showSubscriber(readingAfterCommit read: (SubscriberRecord) throws -> SubscriberSnapshot) rethrows {
         let snapshot: SubscriberSnapshot
         switch subscriberToShow {
@@ -65,9 +66,21 @@ package struct Reply: Sendable {
         case .afterCommit(let record): snapshot = try read(record)
         case nil: return
         }
-        var shown: JSONObject = ["subscriber": Rendering.subscriber(snapshot)]
-        for (name, value) in data.objectValue ?? [:] { shown[name] = value }
-        data = .object(shown)
+        // `{"subscriber":…}` as the snapshot keeps it (a GET of it next sends the same bytes),
+        // then the handler's own members after it.
+        var bytes = Rendering.subscriberData(snapshot)
+        if let members = data.objectValue, !members.isEmpty {
+            bytes.removeLast()  // the closing brace
+            for (name, value) in members where name != "subscriber" {
+                bytes.append(UInt8(ascii: ","))
+                JSONValue.serialize(string: name, into: &bytes)
+                bytes.append(UInt8(ascii: ":"))
+                value.serialize(into: &bytes)
+            }
+            bytes.append(UInt8(ascii: "}"))
+        }
+        serializedData = bytes
+        data = .null
         subscriberToShow = nil
     }
 

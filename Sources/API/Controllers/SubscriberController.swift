@@ -99,11 +99,11 @@ struct SubscriberController {
                     tenantID: caller.tenant.id, afterKey: fromKey, limit: limit + 1, anonymous: anonymous,
                     verified: verified)
             let shown = Array(page.prefix(limit))
-            let next: JSONValue =
-                page.count > limit ? .string(Self.encodeCursor(shown.last!.key, newestFirst: newestFirst)) : .null
+            let next = page.count > limit ? Self.encodeCursor(shown.last!.key, newestFirst: newestFirst) : nil
             // Every item is the whole subscriber of API.md §4, read a page at a time.
-            let snapshots = try ctx.snapshots(of: shown)
-            return .reply(Reply(["subscribers": .array(snapshots.map(Rendering.subscriber)), "nextCursor": next]))
+            var reply = Reply(.null)
+            reply.serializedData = Rendering.subscriberPage(try ctx.snapshots(of: shown), nextCursor: next)
+            return .reply(reply)
         }
     }
 

@@ -161,7 +161,7 @@ final class OutboxWriter: Sendable {
 
     /// The largest delivery key stored, for a context without a writer's ``OutboxWriter``.
     static func largestKey(in db: Database) throws -> Int64 {
-        let largest = try db.queryOne(
+        let largest = try db.firstRow(
             """
             SELECT max(coalesce((SELECT max(key) FROM webhook_deliveries), 0),
                        coalesce((SELECT max(key) FROM webhook_outbox), 0))

@@ -24,13 +24,13 @@ struct EventMove {
 extension SQLiteContext {
     /// Whether absorbed events are still moving into `key`: one probe of a small index.
     func hasIncomingMoves(_ key: Int64) throws -> Bool {
-        try db.queryOne("SELECT 1 FROM event_moves WHERE target_key = ? LIMIT 1", [key], read: { _ in true }) ?? false
+        try db.firstRow("SELECT 1 FROM event_moves WHERE target_key = ? LIMIT 1", [key], read: { _ in true }) ?? false
     }
 
     /// Whether an event with `clientID` is among those still moving into `key`: then a new one
     /// with that id is a duplicate.
     func isMovingIn(clientID: String, to key: Int64) throws -> Bool {
-        try db.queryOne(
+        try db.firstRow(
             """
             SELECT 1 FROM event_moves AS m JOIN events AS e ON e.subscriber_key = m.source_key AND e.client_id = ?2
             WHERE m.target_key = ?1 LIMIT 1
@@ -47,7 +47,7 @@ extension SQLiteContext {
         // any into either keeps both timelines' rows where their seqs say.
         try finishMoves(into: from, to)
         guard
-            let (count, last) = try db.queryOne(
+            let (count, last) = try db.firstRow(
                 "SELECT count(*), coalesce(max(seq), 0) FROM events WHERE subscriber_key = ?", [from],
                 read: { (try $0.requiredInt(at: 0), try $0.requiredInt(at: 1)) })
         else { return nil }
@@ -67,7 +67,7 @@ extension SQLiteContext {
     {
         let (walked, probed) = targetCount < sourceCount ? (target, source) : (source, target)
         // CROSS JOIN keeps this order: SQLite does not reorder a CROSS JOIN's tables.
-        return try db.queryOne(
+        return try db.firstRow(
             """
             SELECT 1 FROM events AS walked CROSS JOIN events AS probed
             WHERE walked.subscriber_key = ?1 AND probed.subscriber_key = ?2 AND probed.client_id = walked.client_id
@@ -77,7 +77,7 @@ extension SQLiteContext {
 
     /// Some pending move, if any.
     func anyEventMove() throws -> EventMove? {
-        try db.queryOne("SELECT source_key, target_key, seq_offset FROM event_moves LIMIT 1", read: Self.eventMove)
+        try db.firstRow("SELECT source_key, target_key, seq_offset FROM event_moves LIMIT 1", read: Self.eventMove)
     }
 
     private static func eventMove(_ row: Statement) throws -> EventMove {
@@ -93,7 +93,7 @@ extension SQLiteContext {
         // The chunk is the source's seqs up to `through`: inserting and deleting that range
         // touches the same rows by the primary key.
         let through =
-            try db.queryOne(
+            try db.firstRow(
                 "SELECT seq FROM events WHERE subscriber_key = ? ORDER BY seq LIMIT 1 OFFSET ?",
                 [move.source, limit - 1],
                 read: { try $0.requiredInt(at: 0) }) ?? Int64.max
@@ -116,7 +116,7 @@ extension SQLiteContext {
 
     /// Finishes, in this transaction, every move into either subscriber.
     func finishMoves(into first: Int64, _ second: Int64) throws {
-        let moves = try db.query(
+        let moves = try db.rows(
             "SELECT source_key, target_key, seq_offset FROM event_moves WHERE target_key IN (?, ?)", [first, second],
             read: Self.eventMove)
         for move in moves {

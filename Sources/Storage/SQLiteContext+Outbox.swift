@@ -20,7 +20,7 @@ extension SQLiteContext {
         if endpointKey == nil, let cached = try cachedWebhookEndpoints(tenantID: tenantID) {
             for endpoint in cached where endpoint.wants(type) { endpoints.append(endpoint.key) }
         } else {
-            endpoints = try db.query(
+            endpoints = try db.rows(
                 """
                 SELECT key FROM webhook_endpoints
                 WHERE tenant_id = ?1 AND enabled = 1 AND CASE WHEN ?3 IS NULL
@@ -98,7 +98,7 @@ extension SQLiteContext {
     /// The rows of a query selecting key, first_key and endpoint_key of `webhook_outbox`.
     private func outboxRows(_ sql: String, _ arguments: [any SQLiteBindable]) throws -> [OutboxRow] {
         let table = "webhook_outbox"
-        return try db.query(sql, arguments) { row in
+        return try db.rows(sql, arguments) { row in
             OutboxRow(
                 key: try required(row.int(at: 0), table, "key"),
                 firstKey: try required(row.int(at: 1), table, "first_key"),
@@ -109,7 +109,7 @@ extension SQLiteContext {
     /// The row's events in key order, from the writer's last decoded rows when there.
     private func events(of row: OutboxRow) throws -> [OutboxEvent] {
         if let decoded = outbox?.decodedEvents(key: row.key) { return decoded }
-        let text = try db.queryOne("SELECT events FROM webhook_outbox WHERE key = ?", [row.key]) { $0.string(at: 0) }
+        let text = try db.firstRow("SELECT events FROM webhook_outbox WHERE key = ?", [row.key]) { $0.string(at: 0) }
         let events = try OutboxRowText.decode(try required(text ?? nil, "webhook_outbox", "events"))
         guard events.count == row.count else { throw UndecodableRowError(table: "webhook_outbox", column: "events") }
         outbox?.keepDecoded(events, key: row.key)
@@ -121,7 +121,7 @@ extension SQLiteContext {
     /// the row; usually none).
     private func waiting(in row: OutboxRow) throws -> [(key: Int64, event: OutboxEvent)] {
         let recorded = Set(
-            try db.query("SELECT key FROM webhook_deliveries WHERE key BETWEEN ?1 AND ?2", [row.firstKey, row.key]) {
+            try db.rows("SELECT key FROM webhook_deliveries WHERE key BETWEEN ?1 AND ?2", [row.firstKey, row.key]) {
                 $0.int(at: 0)
             })
         return try events(of: row).enumerated().compactMap { offset, event in
@@ -272,7 +272,7 @@ extension SQLiteContext {
             for row in rows {
                 after = row.key
                 if destinations[row.endpointKey] == nil {
-                    destinations[row.endpointKey] = try db.queryOne(
+                    destinations[row.endpointKey] = try db.firstRow(
                         "SELECT url, secret, tenant_id FROM webhook_endpoints WHERE key = ? AND enabled = 1",
                         [row.endpointKey]
                     ) { endpoint in

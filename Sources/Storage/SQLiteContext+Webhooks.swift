@@ -104,7 +104,7 @@ extension SQLiteContext {
     func cachedWebhookEndpoints(tenantID: String) throws -> [WebhookFilterCache.Endpoint]? {
         guard let cache = webhookFilters, !cache.isDirty else { return nil }
         if let cached = cache.endpoints(tenantID: tenantID) { return cached }
-        let endpoints = try db.query(
+        let endpoints = try db.rows(
             "SELECT key, events FROM webhook_endpoints WHERE tenant_id = ? AND enabled = 1", [tenantID]
         ) { row in
             WebhookFilterCache.Endpoint(
@@ -118,7 +118,7 @@ extension SQLiteContext {
     }
 
     func pushSubscriptionHolders(tenantID: String, deviceID: String, token: String) throws -> [Int64] {
-        try db.query(
+        try db.rows(
             """
             SELECT DISTINCT subscriber_key FROM push_subscriptions
             WHERE tenant_id = ?1 AND (device_id = ?2 OR token = ?3)
@@ -157,7 +157,7 @@ extension SQLiteContext {
             WHERE status = 'pending' AND endpoint_key IN (SELECT key FROM webhook_endpoints WHERE enabled = 0)
             """)
         var failed = db.changes
-        for key in try db.query(
+        for key in try db.rows(
             """
             SELECT DISTINCT o.endpoint_key FROM webhook_outbox AS o
             JOIN webhook_endpoints AS w ON w.key = o.endpoint_key WHERE w.enabled = 0

@@ -84,7 +84,7 @@ struct SQLiteContext: IdentityWriteContext {
     }
 
     func firstWorkspaceID() throws -> String? {
-        try db.queryOne("SELECT id FROM workspaces ORDER BY created_at, id LIMIT 1") { try $0.requiredString(at: 0) }
+        try db.firstRow("SELECT id FROM workspaces ORDER BY created_at, id LIMIT 1") { try $0.requiredString(at: 0) }
     }
 
     func insertWorkspace(id: String, name: String, now: Timestamp) throws {
@@ -146,7 +146,7 @@ struct SQLiteContext: IdentityWriteContext {
     // MARK: - Subscribers and aliases
 
     func subscriberKey(tenantID: String, alias: String) throws -> Int64? {
-        try db.queryOne("SELECT subscriber_key FROM aliases WHERE tenant_id = ? AND alias = ?", [tenantID, alias]) {
+        try db.firstRow("SELECT subscriber_key FROM aliases WHERE tenant_id = ? AND alias = ?", [tenantID, alias]) {
             try $0.requiredInt(at: 0)
         }
     }
@@ -165,14 +165,14 @@ struct SQLiteContext: IdentityWriteContext {
         """
 
     func subscriber(key: Int64) throws -> SubscriberRecord? {
-        let record = try db.queryOne(Self.subscriberByKeySQL, [key], read: Self.subscriberRecord)
+        let record = try db.firstRow(Self.subscriberByKeySQL, [key], read: Self.subscriberRecord)
         if let record { storedIdentities?.remember(record) }
         return record
     }
 
     func subscriber(tenantID: String, alias: String) throws -> SubscriberRecord? {
         // One statement for the alias lookup and the row: every request that names a subscriber runs it.
-        let record = try db.queryOne(Self.subscriberByAliasSQL, [tenantID, alias], read: Self.subscriberRecord)
+        let record = try db.firstRow(Self.subscriberByAliasSQL, [tenantID, alias], read: Self.subscriberRecord)
         if let record { storedIdentities?.remember(record) }
         return record
     }
@@ -212,7 +212,7 @@ struct SQLiteContext: IdentityWriteContext {
         let (comparison, direction) = newestFirst ? ("<", "DESC") : (">", "")
         let arguments: [any SQLiteBindable] = [tenantID, key, limit]
         guard anonymous != nil || verified != nil else {
-            return try db.query(
+            return try db.rows(
                 """
                 SELECT \(Self.subscriberColumns) FROM subscribers INDEXED BY subscribers_by_tenant
                 WHERE tenant_id = ?1 AND key \(comparison) ?2 AND retired = 0 ORDER BY key \(direction) LIMIT ?3
@@ -232,11 +232,11 @@ struct SQLiteContext: IdentityWriteContext {
         }
         // The SQL is one of a few fixed texts (filters are literals), so each stays a cached statement.
         let sql = legs.joined(separator: "\nUNION ALL\n") + "\nORDER BY key \(direction) LIMIT ?3"
-        return try db.query(sql, arguments, read: Self.subscriberRecord)
+        return try db.rows(sql, arguments, read: Self.subscriberRecord)
     }
 
     func subscriberCounts(tenantID: String) throws -> (identified: Int, verified: Int) {
-        let counts = try db.queryOne(
+        let counts = try db.firstRow(
             """
             SELECT count(*), coalesce(sum(verified), 0) FROM subscribers
             WHERE tenant_id = ? AND anonymous = 0 AND retired = 0
@@ -290,7 +290,7 @@ struct SQLiteContext: IdentityWriteContext {
     }
 
     func aliases(key: Int64, excluding current: String) throws -> [String] {
-        try db.query(
+        try db.rows(
             "SELECT alias FROM aliases WHERE subscriber_key = ? AND alias <> ? ORDER BY alias", [key, current]
         ) {
             try $0.requiredString(at: 0)
@@ -300,7 +300,7 @@ struct SQLiteContext: IdentityWriteContext {
     func aliasCount(key: Int64) throws -> Int {
         // A covering scan of aliases_by_subscriber: at most maxAliases entries, and only merges ask.
         Int(
-            try db.queryOne("SELECT count(*) FROM aliases WHERE subscriber_key = ?", [key]) {
+            try db.firstRow("SELECT count(*) FROM aliases WHERE subscriber_key = ?", [key]) {
                 try $0.requiredInt(at: 0)
             } ?? 0)
     }
@@ -344,7 +344,7 @@ struct SQLiteContext: IdentityWriteContext {
             return true
         }
         guard
-            let key = try db.queryOne(
+            let key = try db.firstRow(
                 "SELECT key FROM subscribers WHERE retired = 1 LIMIT 1",
                 read: {
                     try $0.requiredInt(at: 0)
@@ -366,7 +366,7 @@ struct SQLiteContext: IdentityWriteContext {
     // MARK: - Attributes
 
     func attributes(key: Int64) throws -> [(name: String, entry: AttributeEntry)] {
-        try db.query(
+        try db.rows(
             "SELECT name, value, set_by_backend FROM attributes WHERE subscriber_key = ? ORDER BY name", [key],
             read: { try Self.attribute($0, from: 0) })
     }
@@ -400,7 +400,7 @@ struct SQLiteContext: IdentityWriteContext {
     // MARK: - Push subscriptions, preferences, devices
 
     func pushSubscriptions(key: Int64) throws -> [PushSubscriptionRecord] {
-        try db.query(
+        try db.rows(
             """
             SELECT device_id, token, platform, created_at, updated_at FROM push_subscriptions
             WHERE subscriber_key = ? ORDER BY updated_at DESC, device_id
@@ -458,7 +458,7 @@ struct SQLiteContext: IdentityWriteContext {
     }
 
     func preferences(key: Int64) throws -> [PreferenceRecord] {
-        try db.query(
+        try db.rows(
             "SELECT topic, subscribed, updated_at FROM preferences WHERE subscriber_key = ? ORDER BY topic", [key],
             read: { try Self.preference($0, from: 0) })
     }
@@ -479,7 +479,7 @@ struct SQLiteContext: IdentityWriteContext {
     }
 
     func devices(key: Int64) throws -> [DeviceRecord] {
-        try db.query(
+        try db.rows(
             """
             SELECT device_id, platform, app_version, os_version, model, locale, time_zone, last_seen_at
             FROM devices WHERE subscriber_key = ? ORDER BY last_seen_at DESC, device_id
@@ -534,7 +534,7 @@ struct SQLiteContext: IdentityWriteContext {
     /// thread a statement costs ~7k instructions before its rows, and six of them (the count,
     /// then a read per part) were an eighth of an identify-link's instructions.
     func snapshotIfCheap(of record: SubscriberRecord) throws -> SubscriberSnapshot? {
-        let largest = try db.queryOne(
+        let largest = try db.firstRow(
             """
             SELECT max(
                 (SELECT count(*) FROM (SELECT 1 FROM aliases WHERE subscriber_key = ?1 LIMIT ?2)),
@@ -550,7 +550,7 @@ struct SQLiteContext: IdentityWriteContext {
         var push: [PushSubscriptionRecord] = []
         var preferences: [PreferenceRecord] = []
         var devices: [DeviceRecord] = []
-        _ = try db.query(Self.smallSnapshotSQL, [record.key, record.id]) { row -> Void? in
+        _ = try db.rows(Self.smallSnapshotSQL, [record.key, record.id]) { row -> Void? in
             switch try row.requiredInt(at: 0) {
             case 0: aliases.append(try row.requiredString(at: 1))
             case 1: attributes.append(try Self.attribute(row, from: 1))
@@ -603,7 +603,7 @@ struct SQLiteContext: IdentityWriteContext {
         let keys = "[" + records.map { String($0.key) }.joined(separator: ",") + "]"
         func grouped<T>(_ sql: String, _ read: (Statement) throws -> T) throws -> [Int64: [T]] {
             var byKey: [Int64: [T]] = [:]
-            _ = try db.query(sql, [keys]) { row -> Void? in
+            _ = try db.rows(sql, [keys]) { row -> Void? in
                 byKey[try row.requiredInt(at: 0), default: []].append(try read(row))
                 return nil
             }
@@ -700,7 +700,7 @@ struct SQLiteContext: IdentityWriteContext {
     }
 
     func events(key: Int64, afterSeq: Int64, limit: Int) throws -> [EventRecord] {
-        try db.query(
+        try db.rows(
             try hasIncomingMoves(key) ? Self.eventsWhileMovingSQL : Self.eventsSQL, [key, afterSeq, limit]
         ) { row in
             EventRecord(

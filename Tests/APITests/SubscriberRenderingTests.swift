@@ -46,7 +46,8 @@ import Testing
             "email": r.email.map(JSONValue.string) ?? .null, "attributes": .object(attributes),
             "attributeSources": .object(sources), "channels": .object(channels),
             "aliases": .array(s.aliases.map(JSONValue.string)), "pushSubscriptions": .array(push),
-            "preferences": .object(preferences), "devices": .array(devices), "eventCount": .number(String(r.eventCount)),
+            "preferences": .object(preferences), "devices": .array(devices),
+            "eventCount": .number(String(r.eventCount)),
             "createdAt": time(r.createdAt), "updatedAt": time(r.updatedAt),
         ])
     }
@@ -110,7 +111,9 @@ import Testing
     @Test func aShownSubscriberComesFirstThenTheHandlersMembers() throws {
         var reply = Reply(["merge": ["shape": "rename"], "subscriber": "the handler's", "n": 1])
         reply.subscriberToShow = .snapshot(Self.full)
-        reply.showSubscriber { _ in Issue.record("nothing to read after a commit") ; return Self.bare }
+        reply.showSubscriber { _ in
+            Issue.record("nothing to read after a commit"); return Self.bare
+        }
         let bytes = try #require(reply.serializedData)
         let expected: JSONValue = ["subscriber": Self.expectedTree(Self.full), "merge": ["shape": "rename"], "n": 1]
         #expect(String(decoding: bytes, as: UTF8.self) == expected.jsonString)

@@ -49,4 +49,36 @@ enum HTTPBytes {
 
     @inline(__always)
     static func isOWS(_ b: UInt8) -> Bool { b == sp || b == htab }
+
+    // Eight bytes at a time (SWAR, little-endian loads): the scanner skips runs of ordinary
+    // bytes with one test per word and looks at bytes one by one only in the word where
+    // something happens (the CR ending a line, a tab, a byte to refuse). Each test is exact for
+    // "is there such a byte in the word", not for which one.
+
+    private static let ones: UInt64 = 0x0101_0101_0101_0101
+    private static let highBits: UInt64 = 0x8080_8080_8080_8080
+
+    /// Whether a byte of `word` is below `n` (n ≤ 128): a byte at or above `n` never borrows.
+    @inline(__always)
+    private static func hasByte(below n: UInt64, in word: UInt64) -> Bool {
+        (word &- ones &* n) & ~word & highBits != 0
+    }
+
+    /// Whether a byte of `word` equals `byte`.
+    @inline(__always)
+    static func hasByte(_ byte: UInt8, in word: UInt64) -> Bool {
+        hasByte(below: 1, in: word ^ (ones &* UInt64(byte)))
+    }
+
+    /// Whether all eight bytes are field-value bytes other than HTAB: 0x20–0x7E and obs-text.
+    @inline(__always)
+    static func isPlainFieldValueWord(_ word: UInt64) -> Bool {
+        !hasByte(below: 0x20, in: word) && !hasByte(0x7F, in: word)
+    }
+
+    /// Whether all eight bytes are target bytes (`isTargetByte`): 0x21–0x7E.
+    @inline(__always)
+    static func isTargetWord(_ word: UInt64) -> Bool {
+        word & highBits == 0 && !hasByte(below: 0x21, in: word) && !hasByte(0x7F, in: word)
+    }
 }

@@ -260,6 +260,12 @@ struct RequestHeadScanner {
 
             case .target:
                 let isAsterisk = bytes[targetStart] == HTTPBytes.asterisk
+                // Whole words of target bytes first, as long as the limit cannot be passed in one.
+                while !isAsterisk, i &+ 8 <= stop, i &+ 8 &- targetStart <= limits.maxTargetLength,
+                    HTTPBytes.isTargetWord(bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+                {
+                    i &+= 8
+                }
                 while true {
                     guard i < stop else { return outOfBytes(needing: i, validated: i) }
                     let b = bytes[i]
@@ -365,7 +371,12 @@ struct RequestHeadScanner {
                 phase = .value
 
             case .value:
-                // VCHAR, obs-text, SP, HTAB; CRLF ends it.
+                // VCHAR, obs-text, SP, HTAB; CRLF ends it. Whole words of plain bytes first.
+                while i &+ 8 <= stop,
+                    HTTPBytes.isPlainFieldValueWord(bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+                {
+                    i &+= 8
+                }
                 while true {
                     guard i < stop else { return outOfBytes(needing: i, validated: i) }
                     let b = bytes[i]
@@ -397,6 +408,11 @@ struct RequestHeadScanner {
             var colon = lineStart
             while bytes[colon] != HTTPBytes.colon { colon += 1 }
             var lineEnd = colon + 1
+            while lineEnd &+ 8 <= fieldsEnd,
+                !HTTPBytes.hasByte(HTTPBytes.cr, in: bytes.loadUnaligned(fromByteOffset: lineEnd, as: UInt64.self))
+            {
+                lineEnd &+= 8
+            }
             while bytes[lineEnd] != HTTPBytes.cr { lineEnd += 1 }
             let value = trimmingOWS(bytes, (colon + 1)..<lineEnd)
             list.append((name: fieldName(lineStart, colon), value: string(value.lowerBound, value.upperBound)))

@@ -33,10 +33,12 @@ package struct Authentication: Sendable {
 /// it is not stored (the generation moved). Only found records are cached: a key created by the
 /// CLI works on its first request.
 ///
-/// Keys are looked up by the token as presented, not by its SHA-256: the hash cost ~9k
-/// instructions a request (callgrind, identify-link), paid again on every hit. The tokens are in this
-/// process's memory anyway while their requests are read; the dictionary's hash is seeded per
-/// process, so which entries share a bucket (and get compared) cannot be steered from outside.
+/// Keys are looked up by the `Authorization` value as sent, not by the token's SHA-256: the hash
+/// cost ~9k instructions a request (callgrind, identify-link), paid again on every hit; and not by
+/// the token cut out of it, which cost a String per request. The tokens are in this process's
+/// memory anyway while their requests are read. Only the value's last eight bytes are hashed
+/// (`SentCredential`); the dictionary's hash is seeded per process, and only values that
+/// authenticated are stored, so which entries share a bucket cannot be steered from outside.
 final class AuthCache: Sendable {
     private struct TenantEntry {
         var tenant: TenantRecord
@@ -46,12 +48,14 @@ final class AuthCache: Sendable {
     /// dictionary lookup: a second lookup by tenant id cost ~500 instructions per request.
     private struct KeyEntry {
         var key: APIKeyRecord
+        /// The kind the token's prefix claims, checked against the record on every use.
+        var claimed: KeyKind
         var ownTenant: TenantRecord?
         var expiresMillis: Int64
     }
     private struct State {
         var generation: UInt64 = 0
-        var keys: [String: KeyEntry] = [:]
+        var keys: [SentCredential: KeyEntry] = [:]
         /// Tenants by id, for workspace keys (which name their tenant per request).
         var tenants: [String: TenantEntry] = [:]
     }
@@ -66,17 +70,19 @@ final class AuthCache: Sendable {
     /// workspace key or when not cached), and the generation to store a database lookup under.
     struct Lookup {
         var key: APIKeyRecord?
+        var claimed: KeyKind?
         var tenant: TenantRecord?
         var generation: UInt64
     }
 
-    /// The cached key for the bearer `token` and, for a tenant key, its tenant: one lock hold per
-    /// request, since both event loops authenticate through this one cache.
-    func lookup(token: String, nowMillis: Int64) -> Lookup {
+    /// The cached key for the `Authorization` value `sent` and, for a tenant key, its tenant:
+    /// one lock hold per request, since both event loops authenticate through this one cache.
+    func lookup(sent: String, nowMillis: Int64) -> Lookup {
         state.withLock { s in
             var found = Lookup(generation: s.generation)
-            guard let entry = s.keys[token], entry.expiresMillis > nowMillis else { return found }
+            guard let entry = s.keys[SentCredential(sent)], entry.expiresMillis > nowMillis else { return found }
             found.key = entry.key
+            found.claimed = entry.claimed
             found.tenant = entry.ownTenant
             return found
         }
@@ -87,7 +93,9 @@ final class AuthCache: Sendable {
     }
 
     /// Stores what a lookup that began at `generation` found, unless an invalidation came since.
-    func store(key: APIKeyRecord?, token: String, tenant: TenantRecord?, generation: UInt64, nowMillis: Int64) {
+    func store(
+        key: APIKeyRecord?, claimed: KeyKind, sent: String, tenant: TenantRecord?, generation: UInt64, nowMillis: Int64
+    ) {
         state.withLock { s in
             guard s.generation == generation else { return }
             if s.keys.count + s.tenants.count >= maxEntries {
@@ -97,7 +105,8 @@ final class AuthCache: Sendable {
             let expiresMillis = nowMillis + ttlMillis
             if let key {
                 let own = key.kind == .workspace || tenant?.id != key.tenantID ? nil : tenant
-                s.keys[token] = KeyEntry(key: key, ownTenant: own, expiresMillis: expiresMillis)
+                s.keys[SentCredential(sent)] = KeyEntry(
+                    key: key, claimed: claimed, ownTenant: own, expiresMillis: expiresMillis)
             }
             if let tenant { s.tenants[tenant.id] = TenantEntry(tenant: tenant, expiresMillis: expiresMillis) }
         }
@@ -118,36 +127,32 @@ struct Authenticator: Sendable {
     var cache = AuthCache()
 
     func authenticate(_ headers: HTTPHeaders, access: RouteAccess, now: Timestamp) throws -> Authentication {
-        guard let header = headers["Authorization"], let key = Self.bearerToken(header) else {
-            throw APIError.unauthorized
+        let sent = AuthFields(headers)
+        guard let header = sent.authorization else { throw APIError.unauthorized }
+        let nowMillis = now.millis
+        let cached = cache.lookup(sent: header, nowMillis: nowMillis)
+        // Both records cached: no token to cut out, no reader transaction, nothing to store.
+        if let cachedKey = cached.key, let claimed = cached.claimed, cachedKey.kind != .workspace,
+            let cachedTenant = cached.tenant
+        {
+            return try resolve(cachedKey, claimed: claimed, access: access, sent: sent) { _ in cachedTenant }
         }
+        guard let key = Self.bearerToken(header) else { throw APIError.unauthorized }
         // Refuse by prefix before touching the database: random strings cost no lookup.
         guard let claimed = Tenancy.kind(ofKey: key) else { throw APIError.unauthorized }
-        let tenantHeader = headers["BuzzKit-Tenant"]
-
-        let nowMillis = now.millis
-        let cached = cache.lookup(token: key, nowMillis: nowMillis)
-        // Both records cached: no reader transaction, and nothing to store.
-        if let cachedKey = cached.key, cachedKey.kind != .workspace, let cachedTenant = cached.tenant {
-            return try resolve(
-                cachedKey, claimed: claimed, access: access, headers: headers, tenantHeader: tenantHeader
-            ) { _ in
-                cachedTenant
-            }
-        }
         let cachedKey = cached.key
         var found: (key: APIKeyRecord?, tenant: TenantRecord?) = (nil, nil)
         defer {
             cache.store(
-                key: found.key, token: key, tenant: found.tenant, generation: cached.generation, nowMillis: nowMillis)
+                key: found.key, claimed: claimed, sent: header, tenant: found.tenant, generation: cached.generation,
+                nowMillis: nowMillis)
         }
         return try store.read { ctx in
             guard let record = try cachedKey ?? ctx.apiKey(hash: Tenancy.hash(key: key)) else {
                 throw APIError.unauthorized
             }
             found.key = record
-            return try resolve(record, claimed: claimed, access: access, headers: headers, tenantHeader: tenantHeader) {
-                id in
+            return try resolve(record, claimed: claimed, access: access, sent: sent) { id in
                 let tenant = try cache.tenant(id, nowMillis: nowMillis) ?? ctx.tenant(id: id)
                 found.tenant = tenant
                 return tenant
@@ -174,7 +179,7 @@ struct Authenticator: Sendable {
 
     /// The rules of §1 on a key record, with the tenant looked up by `tenantNamed`.
     private func resolve(
-        _ record: APIKeyRecord, claimed: KeyKind, access: RouteAccess, headers: HTTPHeaders, tenantHeader: String?,
+        _ record: APIKeyRecord, claimed: KeyKind, access: RouteAccess, sent: AuthFields,
         tenantNamed: (String) throws -> TenantRecord?
     ) throws -> Authentication {
         guard record.kind == claimed, record.revokedAt == nil else {
@@ -192,7 +197,7 @@ struct Authenticator: Sendable {
         }
         let tenantID: String
         if record.kind == .workspace {
-            guard let named = tenantHeader, !named.isEmpty else {
+            guard let named = sent.tenant, !named.isEmpty else {
                 throw APIError(
                     .tenantRequired,
                     message: "A workspace key names its tenant in the BuzzKit-Tenant header.")
@@ -206,13 +211,63 @@ struct Authenticator: Sendable {
             throw APIError(IdentityError.tenantNotFound)
         }
         var proof: IdentityProof?
-        if let token = headers["BuzzKit-Identity-Token"] {
+        if let token = sent.identityToken {
             proof = .token(token)
-        } else if let hash = headers["BuzzKit-Identity-Hash"] {
+        } else if let hash = sent.identityHash {
             proof = .hash(hash)
         }
         let role: Caller.Role = record.kind == .client ? .app : .backend
         return Authentication(key: record, caller: Caller(tenant: tenant, role: role, proof: proof))
+    }
+}
+
+/// The request fields authentication reads, found in one pass over the headers (four lookups
+/// by name walked them four times).
+struct AuthFields {
+    var authorization: String?
+    var tenant: String?
+    var identityToken: String?
+    var identityHash: String?
+
+    init(_ headers: HTTPHeaders) {
+        // The first of each, as `headers[name]` answers.
+        for (name, value) in headers {
+            switch name.utf8.count {
+            case 13 where authorization == nil && HTTPHeaders.namesEqual(name, "Authorization"):
+                authorization = value
+            case 14 where tenant == nil && HTTPHeaders.namesEqual(name, "BuzzKit-Tenant"):
+                tenant = value
+            case 22 where identityToken == nil && HTTPHeaders.namesEqual(name, "BuzzKit-Identity-Token"):
+                identityToken = value
+            case 21 where identityHash == nil && HTTPHeaders.namesEqual(name, "BuzzKit-Identity-Hash"):
+                identityHash = value
+            default:
+                break
+            }
+        }
+    }
+}
+
+/// An `Authorization` value as the auth cache's key: hashed by its last eight bytes only, the
+/// tail of the token's random part, which spreads keys as well as the whole value would for a
+/// fraction of the hashing (SipHash of ~45 bytes was ~400 instructions a request). Equality is
+/// the whole value's.
+struct SentCredential: Hashable {
+    let value: String
+
+    init(_ value: String) { self.value = value }
+
+    static func == (a: SentCredential, b: SentCredential) -> Bool { a.value == b.value }
+
+    func hash(into hasher: inout Hasher) {
+        withUTF8Bytes(value) { bytes in
+            let raw = UnsafeRawBufferPointer(bytes)
+            if raw.count >= 8 {
+                hasher.combine(raw.loadUnaligned(fromByteOffset: raw.count - 8, as: UInt64.self))
+            } else {
+                hasher.combine(bytes: raw)
+            }
+        }
     }
 }
 

@@ -27,6 +27,7 @@ import Testing
         ("anon prefix", "anon_V1StGXR8_Z5jdHi6B-myT"),
         ("malformed anon prefix", "anon_short"),
         ("null", "null"), ("NULL upper", "NULL"), ("quoted null", "\"null\""), ("single-quoted None", "'None'"),
+        ("thrice-quoted zero uuid", "\"'`00000000-0000-0000-0000-000000000000`'\""),
         ("nil", "nil"), ("undefined", "Undefined"), ("nan", "NaN"), ("zero", "0"), ("minus one", "-1"),
         ("anonymous", "anonymous"), ("guest", "Guest"), ("unknown", "unknown"), ("object", "[object Object]"),
         ("true", "true"), ("false", "FALSE"), ("id", "id"), ("user_id", "USER_ID"), ("na", "NA"),

@@ -204,7 +204,7 @@ struct JSONBytes {
     /// RFC 3339 with milliseconds, as a JSON string (the text has nothing to escape).
     mutating func time(_ t: Timestamp) {
         bytes.append(UInt8(ascii: "\""))
-        bytes.append(contentsOf: t.rfc3339.utf8)
+        t.appendRFC3339(to: &bytes)
         bytes.append(UInt8(ascii: "\""))
     }
 

@@ -86,6 +86,17 @@ import Testing
         #expect(Timestamp(millis: 951_782_400_000).rfc3339 == "2000-02-29T00:00:00.000Z")
     }
 
+    /// The bytes appended in place are the String's, in and beyond the four-digit years.
+    @Test func appendsWhatItFormats() {
+        let edges: [Int64] = [0, 1, 951_782_400_000, 253_402_300_799_999, 253_402_300_800_000, -1, -62_167_219_200_001]
+        for millis in edges {
+            var bytes: [UInt8] = Array("x".utf8)
+            Timestamp(millis: millis).appendRFC3339(to: &bytes)
+            #expect(String(decoding: bytes, as: UTF8.self) == "x" + Timestamp(millis: millis).rfc3339)
+        }
+        #expect(Timestamp(millis: 253_402_300_800_000).rfc3339 == "10000-01-01T00:00:00.000Z")
+    }
+
     @Test func parsesWhatItFormatsAndOffsets() {
         for millis: Int64 in [0, 1, 999, 86_399_999, 951_782_400_000, 1_800_000_000_123, 253_402_300_799_999] {
             #expect(Timestamp(rfc3339: Timestamp(millis: millis).rfc3339)?.millis == millis)

@@ -471,24 +471,28 @@ struct RequestHeadScanner {
     }
 
     /// A field name, as the literal of a common one when it is spelled exactly so: no String is
-    /// decoded for the names nearly every request sends.
+    /// decoded for the names nearly every request sends. Told apart by length first, then one
+    /// comparison (a walk over a table of names retained each entry's String: ~200 instructions
+    /// a field).
     private func fieldName(_ start: Int, _ end: Int) -> String {
         let sent = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
-        for (literal, name) in Self.commonFieldNames where literal.utf8CodeUnitCount == sent.count {
-            if sent.elementsEqual(UnsafeRawBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount)) {
-                return name
-            }
+        func spelled(_ literal: StaticString) -> Bool {
+            sent.elementsEqual(UnsafeRawBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
         }
-        return string(start, end)
+        switch sent.count {
+        case 4 where spelled("Host"): return "Host"
+        case 6 where spelled("Accept"): return "Accept"
+        case 10 where spelled("User-Agent"): return "User-Agent"
+        case 10 where spelled("Connection"): return "Connection"
+        case 12 where spelled("Content-Type"): return "Content-Type"
+        case 12 where spelled("X-Request-Id"): return "X-Request-Id"
+        case 13 where spelled("Authorization"): return "Authorization"
+        case 14 where spelled("Content-Length"): return "Content-Length"
+        case 15 where spelled("Accept-Encoding"): return "Accept-Encoding"
+        case 15 where spelled("Idempotency-Key"): return "Idempotency-Key"
+        default: return string(start, end)
+        }
     }
-
-    /// Each name twice: its bytes to compare, and the String handed out (a literal: no copy).
-    private static let commonFieldNames: [(StaticString, String)] = [
-        ("Host", "Host"), ("Content-Type", "Content-Type"), ("Content-Length", "Content-Length"),
-        ("Authorization", "Authorization"), ("Accept", "Accept"), ("User-Agent", "User-Agent"),
-        ("Accept-Encoding", "Accept-Encoding"), ("Connection", "Connection"), ("X-Request-Id", "X-Request-Id"),
-        ("Idempotency-Key", "Idempotency-Key"),
-    ]
 
     private func methodIs(_ name: StaticString) -> Bool {
         guard methodEnd - methodStart == name.utf8CodeUnitCount else { return false }

@@ -106,10 +106,32 @@ extension JSONValue {
         output.append(UInt8(ascii: "\""))
     }
 
+    /// Whether one of the eight bytes of `word` is below 0x20, `"` or `\` (SWAR: a byte at or
+    /// above the bound never borrows, so each test is exact for "is there one"). The HTTP
+    /// scanner has its own copies: a helper in another module is a call per word.
+    @inline(__always)
+    private static func needsEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highBits: UInt64 = 0x8080_8080_8080_8080
+        func hasZeroByte(_ w: UInt64) -> Bool { (w &- ones) & ~w & highBits != 0 }
+        let control = (word &- ones &* 0x20) & ~word & highBits != 0
+        return control || hasZeroByte(word ^ (ones &* 0x22)) || hasZeroByte(word ^ (ones &* 0x5C))
+    }
+
     private static func appendEscaped(_ bytes: UnsafeBufferPointer<UInt8>, into output: inout [UInt8]) {
+        // Most strings need no escape: find the first byte that does eight bytes at a time
+        // (a byte-by-byte walk was ~10 instructions a byte of every string in every answer).
+        var clean = 0
+        let raw = UnsafeRawBufferPointer(bytes)
+        while clean &+ 8 <= raw.count {
+            let word = raw.loadUnaligned(fromByteOffset: clean, as: UInt64.self)
+            if needsEscape(word) { break }
+            clean &+= 8
+        }
         var runStart = 0
-        for (index, byte) in bytes.enumerated()
-        where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+        for index in clean..<bytes.count {
+            let byte = bytes[index]
+            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
             // Copy the clean run before this byte in one append, then its escape.
             output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
             runStart = index + 1

@@ -33,10 +33,11 @@ package final class Statement {
 
     // MARK: - Binding
 
-    /// Clears previous bindings and binds `arguments` to the `?` parameters, in order.
+    /// Binds `arguments` to the `?` parameters, in order, replacing what was bound before.
     /// - Parameter arguments: One value per parameter; the count must match exactly.
     package func bind(_ arguments: [any SQLiteBindable]) throws {
-        sqlite3_clear_bindings(handle)
+        // No sqlite3_clear_bindings first: every parameter is bound below (or we throw, and the
+        // statement is not run; `cachedStatement` clears before its next use).
         let expected = Int(sqlite3_bind_parameter_count(handle))
         guard arguments.count == expected else {
             throw SQLiteError(

@@ -71,13 +71,14 @@ package struct Reply: Sendable {
         var bytes = Rendering.subscriberData(snapshot)
         if let members = data.objectValue, !members.isEmpty {
             bytes.removeLast()  // the closing brace
+            var out = JSONBytes(continuing: bytes)
             for (name, value) in members where name != "subscriber" {
-                bytes.append(UInt8(ascii: ","))
-                JSONValue.serialize(string: name, into: &bytes)
-                bytes.append(UInt8(ascii: ":"))
-                value.serialize(into: &bytes)
+                out.literal(",")
+                out.key(name)
+                out.value(value)
             }
-            bytes.append(UInt8(ascii: "}"))
+            out.literal("}")
+            bytes = out.bytes
         }
         serializedData = bytes
         data = .null

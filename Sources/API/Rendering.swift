@@ -18,18 +18,16 @@ enum Rendering {
         out.literal(#","email":"#)
         out.string(r.email)
         out.literal(#","attributes":{"#)
-        for (i, (name, entry)) in s.attributes.enumerated() {
-            if i > 0 { out.comma() }
-            out.key(name)
-            out.value(entry.value)
+        out.elements(s.attributes) { out, attribute in
+            out.key(attribute.name)
+            out.value(attribute.entry.value)
         }
         // Who set each attribute: the app may never remove what the backend set (API.md §7),
         // and the dashboard shows which is which.
         out.literal(#"},"attributeSources":{"#)
-        for (i, (name, entry)) in s.attributes.enumerated() {
-            if i > 0 { out.comma() }
-            out.key(name)
-            out.literal(entry.setByBackend ? #""backend""# : #""app""#)
+        out.elements(s.attributes) { out, attribute in
+            out.key(attribute.name)
+            out.literal(attribute.entry.setByBackend ? #""backend""# : #""app""#)
         }
         out.literal(#"},"channels":{"#)
         if let email = r.email {
@@ -40,13 +38,9 @@ enum Rendering {
             out.literal("}")
         }
         out.literal(#"},"aliases":["#)
-        for (i, alias) in s.aliases.enumerated() {
-            if i > 0 { out.comma() }
-            out.string(alias)
-        }
+        out.elements(s.aliases) { out, alias in out.string(alias) }
         out.literal(#"],"pushSubscriptions":["#)
-        for (i, p) in s.pushSubscriptions.enumerated() {
-            if i > 0 { out.comma() }
+        out.elements(s.pushSubscriptions) { out, p in
             out.literal(#"{"deviceId":"#)
             out.string(p.deviceID)
             out.literal(#","token":"#)
@@ -60,8 +54,7 @@ enum Rendering {
             out.literal("}")
         }
         out.literal(#"],"preferences":{"#)
-        for (i, p) in s.preferences.enumerated() {
-            if i > 0 { out.comma() }
+        out.elements(s.preferences) { out, p in
             out.key(p.topic)
             out.literal(#"{"subscribed":"#)
             out.bool(p.subscribed)
@@ -70,8 +63,7 @@ enum Rendering {
             out.literal("}")
         }
         out.literal(#"},"devices":["#)
-        for (i, d) in s.devices.enumerated() {
-            if i > 0 { out.comma() }
+        out.elements(s.devices) { out, d in
             out.literal(#"{"deviceId":"#)
             out.string(d.deviceID)
             out.literal(#","platform":"#)
@@ -116,32 +108,11 @@ enum Rendering {
     static func subscriberPage(_ snapshots: [SubscriberSnapshot], nextCursor: String?) -> [UInt8] {
         var out = JSONBytes(reservingCapacity: 512 * snapshots.count + 64)
         out.literal(#"{"subscribers":["#)
-        for (i, snapshot) in snapshots.enumerated() {
-            if i > 0 { out.comma() }
-            writeSubscriber(snapshot, into: &out)
-        }
+        out.elements(snapshots) { out, snapshot in writeSubscriber(snapshot, into: &out) }
         out.literal(#"],"nextCursor":"#)
         out.string(nextCursor)
         out.literal("}")
         return out.bytes
-    }
-
-    static func pushSubscription(_ p: PushSubscriptionRecord) -> JSONValue {
-        .object([
-            "deviceId": .string(p.deviceID), "token": .string(p.token), "platform": .string(p.platform),
-            "createdAt": time(p.createdAt), "updatedAt": time(p.updatedAt),
-        ])
-    }
-
-    static func device(_ d: DeviceRecord) -> JSONValue {
-        var object: JSONObject = ["deviceId": .string(d.deviceID)]
-        let fields: [(String, String?)] = [
-            ("platform", d.platform), ("appVersion", d.appVersion), ("osVersion", d.osVersion), ("model", d.model),
-            ("locale", d.locale), ("timeZone", d.timeZone),
-        ]
-        for (name, value) in fields { object[name] = value.map(JSONValue.string) ?? .null }
-        object["lastSeenAt"] = time(d.lastSeenAt)
-        return .object(object)
     }
 
     /// A stored event. Properties were validated JSON when stored: text that no longer parses is
@@ -177,12 +148,23 @@ struct JSONBytes {
 
     init(reservingCapacity capacity: Int) { bytes.reserveCapacity(capacity) }
 
+    /// Goes on writing after `bytes`.
+    init(continuing bytes: [UInt8]) { self.bytes = bytes }
+
     /// Text of our own, already valid JSON (punctuation, member names, `true`).
     mutating func literal(_ text: StaticString) {
         bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
-    mutating func comma() { bytes.append(UInt8(ascii: ",")) }
+    /// Each of `items` written by `write`, with commas between (the inside of `[…]` or `{…}`).
+    mutating func elements<Items: Sequence>(_ items: Items, _ write: (inout JSONBytes, Items.Element) -> Void) {
+        var first = true
+        for item in items {
+            if !first { bytes.append(UInt8(ascii: ",")) }
+            first = false
+            write(&self, item)
+        }
+    }
 
     /// A member name and its colon.
     mutating func key(_ name: String) {

@@ -48,8 +48,6 @@ final class AuthCache: Sendable {
     /// dictionary lookup: a second lookup by tenant id cost ~500 instructions per request.
     private struct KeyEntry {
         var key: APIKeyRecord
-        /// The kind the token's prefix claims, checked against the record on every use.
-        var claimed: KeyKind
         var ownTenant: TenantRecord?
         var expiresMillis: Int64
     }
@@ -70,7 +68,6 @@ final class AuthCache: Sendable {
     /// workspace key or when not cached), and the generation to store a database lookup under.
     struct Lookup {
         var key: APIKeyRecord?
-        var claimed: KeyKind?
         var tenant: TenantRecord?
         var generation: UInt64
     }
@@ -82,7 +79,6 @@ final class AuthCache: Sendable {
             var found = Lookup(generation: s.generation)
             guard let entry = s.keys[SentCredential(sent)], entry.expiresMillis > nowMillis else { return found }
             found.key = entry.key
-            found.claimed = entry.claimed
             found.tenant = entry.ownTenant
             return found
         }
@@ -93,9 +89,9 @@ final class AuthCache: Sendable {
     }
 
     /// Stores what a lookup that began at `generation` found, unless an invalidation came since.
-    func store(
-        key: APIKeyRecord?, claimed: KeyKind, sent: String, tenant: TenantRecord?, generation: UInt64, nowMillis: Int64
-    ) {
+    /// A key is stored only if it is of the kind its token's prefix claims, so a hit, found by the
+    /// very value sent, needs no token cut out to check that again.
+    func store(key: APIKeyRecord?, sent: String, tenant: TenantRecord?, generation: UInt64, nowMillis: Int64) {
         state.withLock { s in
             guard s.generation == generation else { return }
             if s.keys.count + s.tenants.count >= maxEntries {
@@ -105,8 +101,7 @@ final class AuthCache: Sendable {
             let expiresMillis = nowMillis + ttlMillis
             if let key {
                 let own = key.kind == .workspace || tenant?.id != key.tenantID ? nil : tenant
-                s.keys[SentCredential(sent)] = KeyEntry(
-                    key: key, claimed: claimed, ownTenant: own, expiresMillis: expiresMillis)
+                s.keys[SentCredential(sent)] = KeyEntry(key: key, ownTenant: own, expiresMillis: expiresMillis)
             }
             if let tenant { s.tenants[tenant.id] = TenantEntry(tenant: tenant, expiresMillis: expiresMillis) }
         }
@@ -132,10 +127,8 @@ struct Authenticator: Sendable {
         let nowMillis = now.millis
         let cached = cache.lookup(sent: header, nowMillis: nowMillis)
         // Both records cached: no token to cut out, no reader transaction, nothing to store.
-        if let cachedKey = cached.key, let claimed = cached.claimed, cachedKey.kind != .workspace,
-            let cachedTenant = cached.tenant
-        {
-            return try resolve(cachedKey, claimed: claimed, access: access, sent: sent) { _ in cachedTenant }
+        if let cachedKey = cached.key, cachedKey.kind != .workspace, let cachedTenant = cached.tenant {
+            return try resolve(cachedKey, claimed: cachedKey.kind, access: access, sent: sent) { _ in cachedTenant }
         }
         guard let key = Self.bearerToken(header) else { throw APIError.unauthorized }
         // Refuse by prefix before touching the database: random strings cost no lookup.
@@ -144,8 +137,8 @@ struct Authenticator: Sendable {
         var found: (key: APIKeyRecord?, tenant: TenantRecord?) = (nil, nil)
         defer {
             cache.store(
-                key: found.key, claimed: claimed, sent: header, tenant: found.tenant, generation: cached.generation,
-                nowMillis: nowMillis)
+                key: found.key.flatMap { $0.kind == claimed ? $0 : nil }, sent: header, tenant: found.tenant,
+                generation: cached.generation, nowMillis: nowMillis)
         }
         return try store.read { ctx in
             guard let record = try cachedKey ?? ctx.apiKey(hash: Tenancy.hash(key: key)) else {

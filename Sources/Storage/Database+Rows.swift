@@ -8,9 +8,22 @@ import SQLite
 extension Database {
     /// Every row of a cached query, mapped in place by `read` (rows it maps to nil are skipped).
     func rows<T>(_ sql: String, _ arguments: [any SQLiteBindable] = [], read: (Statement) throws -> T?) throws -> [T] {
+        try rows(sql, binding: { try $0.bind(arguments) }, read: read)
+    }
+
+    /// `rows` for a statement of one or two parameters, bound without an argument array.
+    func rows<T>(_ sql: String, _ first: SQLiteValue, _ second: SQLiteValue? = nil, read: (Statement) throws -> T?)
+        throws -> [T]
+    {
+        try rows(sql, binding: { try $0.bind(first, second) }, read: read)
+    }
+
+    private func rows<T>(_ sql: String, binding: (Statement) throws -> Void, read: (Statement) throws -> T?) throws
+        -> [T]
+    {
         let statement = try cachedStatement(sql)
         defer { statement.reset() }
-        try statement.bind(arguments)
+        try binding(statement)
         var values: [T] = []
         while try statement.step() {
             guard let value = try read(statement) else { continue }
@@ -25,9 +38,22 @@ extension Database {
     /// The first row of a cached query, mapped in place by `read`; nil when there is none.
     func firstRow<T>(_ sql: String, _ arguments: [any SQLiteBindable] = [], read: (Statement) throws -> T) throws -> T?
     {
+        try firstRow(sql, binding: { try $0.bind(arguments) }, read: read)
+    }
+
+    /// `firstRow` for a statement of one or two parameters, bound without an argument array.
+    func firstRow<T>(_ sql: String, _ first: SQLiteValue, _ second: SQLiteValue? = nil, read: (Statement) throws -> T)
+        throws -> T?
+    {
+        try firstRow(sql, binding: { try $0.bind(first, second) }, read: read)
+    }
+
+    private func firstRow<T>(_ sql: String, binding: (Statement) throws -> Void, read: (Statement) throws -> T)
+        throws -> T?
+    {
         let statement = try cachedStatement(sql)
         defer { statement.reset() }
-        try statement.bind(arguments)
+        try binding(statement)
         return try statement.step() ? read(statement) : nil
     }
 }

@@ -146,7 +146,9 @@ struct SQLiteContext: IdentityWriteContext {
     // MARK: - Subscribers and aliases
 
     func subscriberKey(tenantID: String, alias: String) throws -> Int64? {
-        try db.firstRow("SELECT subscriber_key FROM aliases WHERE tenant_id = ? AND alias = ?", [tenantID, alias]) {
+        try db.firstRow(
+            "SELECT subscriber_key FROM aliases WHERE tenant_id = ? AND alias = ?", .text(tenantID), .text(alias)
+        ) {
             try $0.requiredInt(at: 0)
         }
     }
@@ -165,14 +167,15 @@ struct SQLiteContext: IdentityWriteContext {
         """
 
     func subscriber(key: Int64) throws -> SubscriberRecord? {
-        let record = try db.firstRow(Self.subscriberByKeySQL, [key], read: Self.subscriberRecord)
+        let record = try db.firstRow(Self.subscriberByKeySQL, .integer(key), read: Self.subscriberRecord)
         if let record { storedIdentities?.remember(record) }
         return record
     }
 
     func subscriber(tenantID: String, alias: String) throws -> SubscriberRecord? {
         // One statement for the alias lookup and the row: every request that names a subscriber runs it.
-        let record = try db.firstRow(Self.subscriberByAliasSQL, [tenantID, alias], read: Self.subscriberRecord)
+        let record = try db.firstRow(
+            Self.subscriberByAliasSQL, .text(tenantID), .text(alias), read: Self.subscriberRecord)
         if let record { storedIdentities?.remember(record) }
         return record
     }
@@ -291,7 +294,8 @@ struct SQLiteContext: IdentityWriteContext {
 
     func aliases(key: Int64, excluding current: String) throws -> [String] {
         try db.rows(
-            "SELECT alias FROM aliases WHERE subscriber_key = ? AND alias <> ? ORDER BY alias", [key, current]
+            "SELECT alias FROM aliases WHERE subscriber_key = ? AND alias <> ? ORDER BY alias", .integer(key),
+            .text(current)
         ) {
             try $0.requiredString(at: 0)
         }
@@ -300,7 +304,7 @@ struct SQLiteContext: IdentityWriteContext {
     func aliasCount(key: Int64) throws -> Int {
         // A covering scan of aliases_by_subscriber: at most maxAliases entries, and only merges ask.
         Int(
-            try db.firstRow("SELECT count(*) FROM aliases WHERE subscriber_key = ?", [key]) {
+            try db.firstRow("SELECT count(*) FROM aliases WHERE subscriber_key = ?", .integer(key)) {
                 try $0.requiredInt(at: 0)
             } ?? 0)
     }
@@ -367,14 +371,14 @@ struct SQLiteContext: IdentityWriteContext {
 
     func attributes(key: Int64) throws -> [(name: String, entry: AttributeEntry)] {
         try db.rows(
-            "SELECT name, value, set_by_backend FROM attributes WHERE subscriber_key = ? ORDER BY name", [key],
+            "SELECT name, value, set_by_backend FROM attributes WHERE subscriber_key = ? ORDER BY name", .integer(key),
             read: { try Self.attribute($0, from: 0) })
     }
 
     private static func attribute(_ row: Statement, from c: Int32) throws -> (name: String, entry: AttributeEntry) {
-        let text = try row.requiredString(at: c + 1)
-        // Stored only after validation: text that does not parse is a damaged row, not an absent attribute.
-        guard let value = try? JSONParser.parse(Array(text.utf8), maxDepth: 64) else {
+        // Parsed from SQLite's own bytes: no String, no copy. Stored only after validation: text
+        // that does not parse is a damaged row, not an absent attribute.
+        guard let value = try row.withRequiredText(at: c + 1, { try? JSONParser.parse($0, maxDepth: 64) }) else {
             throw RowDecodingError(column: "value", expected: "JSON", found: "TEXT", sql: row.sql)
         }
         return (
@@ -404,7 +408,7 @@ struct SQLiteContext: IdentityWriteContext {
             """
             SELECT device_id, token, platform, created_at, updated_at FROM push_subscriptions
             WHERE subscriber_key = ? ORDER BY updated_at DESC, device_id
-            """, [key], read: { try Self.pushSubscription($0, from: 0) })
+            """, .integer(key), read: { try Self.pushSubscription($0, from: 0) })
     }
 
     private static func pushSubscription(_ row: Statement, from c: Int32) throws -> PushSubscriptionRecord {
@@ -459,7 +463,8 @@ struct SQLiteContext: IdentityWriteContext {
 
     func preferences(key: Int64) throws -> [PreferenceRecord] {
         try db.rows(
-            "SELECT topic, subscribed, updated_at FROM preferences WHERE subscriber_key = ? ORDER BY topic", [key],
+            "SELECT topic, subscribed, updated_at FROM preferences WHERE subscriber_key = ? ORDER BY topic",
+            .integer(key),
             read: { try Self.preference($0, from: 0) })
     }
 
@@ -483,7 +488,7 @@ struct SQLiteContext: IdentityWriteContext {
             """
             SELECT device_id, platform, app_version, os_version, model, locale, time_zone, last_seen_at
             FROM devices WHERE subscriber_key = ? ORDER BY last_seen_at DESC, device_id
-            """, [key], read: { try Self.device($0, from: 0) })
+            """, .integer(key), read: { try Self.device($0, from: 0) })
     }
 
     private static func device(_ row: Statement, from c: Int32) throws -> DeviceRecord {
@@ -542,7 +547,8 @@ struct SQLiteContext: IdentityWriteContext {
                 (SELECT count(*) FROM (SELECT 1 FROM push_subscriptions WHERE subscriber_key = ?1 LIMIT ?2)),
                 (SELECT count(*) FROM (SELECT 1 FROM preferences WHERE subscriber_key = ?1 LIMIT ?2)),
                 (SELECT count(*) FROM (SELECT 1 FROM devices WHERE subscriber_key = ?1 LIMIT ?2)))
-            """, [record.key, Self.writerSnapshotPartLimit + 1], read: { try $0.requiredInt(at: 0) })
+            """, .integer(record.key), .integer(Int64(Self.writerSnapshotPartLimit + 1)),
+            read: { try $0.requiredInt(at: 0) })
         guard let largest, largest <= Self.writerSnapshotPartLimit else { return nil }
 
         var aliases: [String] = []
@@ -550,7 +556,7 @@ struct SQLiteContext: IdentityWriteContext {
         var push: [PushSubscriptionRecord] = []
         var preferences: [PreferenceRecord] = []
         var devices: [DeviceRecord] = []
-        _ = try db.rows(Self.smallSnapshotSQL, [record.key, record.id]) { row -> Void? in
+        _ = try db.rows(Self.smallSnapshotSQL, .integer(record.key), .text(record.id)) { row -> Void? in
             switch try row.requiredInt(at: 0) {
             case 0: aliases.append(try row.requiredString(at: 1))
             case 1: attributes.append(try Self.attribute(row, from: 1))

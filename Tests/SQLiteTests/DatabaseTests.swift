@@ -54,6 +54,32 @@ import Testing
         #expect(try db.prepare("SELECT 1; -- trailing comment\n").rows().count == 1)
     }
 
+    @Test func bindsOneOrTwoWithoutAnArray() throws {
+        let db = try Database(path: ":memory:")
+        let two = try db.cachedStatement("SELECT ?1 || '/' || ?2")
+        try two.bind(.text("a"), .integer(7))
+        #expect(try two.step())
+        #expect(two.string(at: 0) == "a/7")
+        two.reset()
+        // The count is checked like `bind(_:)`'s: one value for two parameters, two for one.
+        #expect(throws: SQLiteError.self) { try two.bind(.integer(1)) }
+        let one = try db.cachedStatement("SELECT ? + 1")
+        #expect(throws: SQLiteError.self) { try one.bind(.integer(1), .integer(2)) }
+        try one.bind(.integer(41))
+        #expect(try one.step())
+        #expect(one.int(at: 0) == 42)
+    }
+
+    @Test func lendsTextBytesOnlyForText() throws {
+        let db = try Database(path: ":memory:")
+        let statement = try db.cachedStatement("SELECT 'héllo', '', NULL, 5")
+        #expect(try statement.step())
+        #expect(try statement.withRequiredText(at: 0) { Array($0) } == Array("héllo".utf8))
+        #expect(try statement.withRequiredText(at: 1) { $0.count } == 0)
+        #expect(throws: RowDecodingError.self) { try statement.withRequiredText(at: 2) { $0.count } }
+        #expect(throws: RowDecodingError.self) { try statement.withRequiredText(at: 3) { $0.count } }
+    }
+
     // MARK: - Statements
 
     @Test(arguments: Location.allCases)

@@ -76,6 +76,8 @@ package final class DatabaseWriter: Sendable {
     private let options: Database.Options
     private let onError: DatabaseErrorHandler?
     private let onLogRestart: (@Sendable (Duration) -> Void)?
+    /// The savepoint each job runs in, its statements made once.
+    private static let jobSavepoint = Savepoint("job")
 
     /// One group's completions, handed from the writer to the completion thread.
     private struct DeliveredGroup: Sendable {
@@ -191,7 +193,7 @@ package final class DatabaseWriter: Sendable {
             run: { db in
                 let result: Result<T, any Error>
                 do {
-                    result = .success(try db.savepoint("job") { try job(db) })
+                    result = .success(try db.savepoint(DatabaseWriter.jobSavepoint) { try job(db) })
                 } catch {
                     result = .failure(error)
                 }

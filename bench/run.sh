@@ -135,15 +135,15 @@ wrk_run() {
     echo "  $name $who #$run: ${rps:-?} req/s p99 ${p99:-?} ms errors $errors"
 }
 # ceiling_run SCENARIOS RUN ANON_FROM: the C program on a fresh copy of the seeded database.
-ceiling_run() {
-    local scenarios=$1 run=$2 anon_from=$3 file="$OUT/ceiling-$1-$2.txt"
+ceiling_run() {  # ceiling_run SCENARIOS RUN ANON_FROM [PREFIX]: rows recorded as ceiling_PREFIXname
+    local scenarios=$1 run=$2 anon_from=$3 prefix=${4:-} file="$OUT/ceiling-${4:-}$1-$2.txt"
     cp "$WORK/seed.sqlite" "$WORK/ceiling.sqlite"
     rm -f "$WORK/ceiling.sqlite-wal" "$WORK/ceiling.sqlite-shm"
     sync   # the copy's write-back must not land in the ceiling's fsyncs either
     "$CEILING" bench "$WORK/ceiling.sqlite" "$TENANT" "$DUR" $PEOPLE "$anon_from" "$SECRET_HASH" $BIG "$scenarios" >"$file"
     while read -r name value unit; do
-        record "ceiling_$name" sqlite "$run" "$value" 0 0
-        echo "  ceiling $name #$run: $value $unit"
+        record "ceiling_$prefix$name" sqlite "$run" "$value" 0 0
+        echo "  ceiling $prefix$name #$run: $value $unit"
     done <"$file"
 }
 NEXT_ANON=0
@@ -197,7 +197,9 @@ if has get; then
     echo "GET /v1/subscribers/{id}, existing people, 64 conns…"
     for run in $(seq "$RUNS"); do
         wrk_run get_c64 buzzkit "$run" 64 "$BASE/healthz" -s bench/lua/get.lua -- $PEOPLE "$SECRET_KEY"
-        ceiling_run get "$run" 0
+        # Its own name: the uncached ratio pairs with the ceiling runs interleaved with it, not
+        # with those of the cached GET minutes earlier (the machine's speed drifts in between).
+        ceiling_run get "$run" 0 uncached_
     done
 fi
 metrics_after get
@@ -288,7 +290,9 @@ if has uncached; then
     wrk -t2 -c64 -d2s -s bench/lua/get.lua "$BASE/healthz" -- $PEOPLE "$SECRET_KEY" >/dev/null  # page caches
     for run in $(seq "$RUNS"); do
         wrk_run get_uncached_c64 buzzkit "$run" 64 "$BASE/healthz" -s bench/lua/get.lua -- $PEOPLE "$SECRET_KEY"
-        ceiling_run get "$run" 0
+        # Its own name: the uncached ratio pairs with the ceiling runs interleaved with it, not
+        # with those of the cached GET minutes earlier (the machine's speed drifts in between).
+        ceiling_run get "$run" 0 uncached_
     done
 fi
 

@@ -197,9 +197,7 @@ if has get; then
     echo "GET /v1/subscribers/{id}, existing people, 64 conns…"
     for run in $(seq "$RUNS"); do
         wrk_run get_c64 buzzkit "$run" 64 "$BASE/healthz" -s bench/lua/get.lua -- $PEOPLE "$SECRET_KEY"
-        # Its own name: the uncached ratio pairs with the ceiling runs interleaved with it, not
-        # with those of the cached GET minutes earlier (the machine's speed drifts in between).
-        ceiling_run get "$run" 0 uncached_
+        ceiling_run get "$run" 0
     done
 fi
 metrics_after get

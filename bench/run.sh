@@ -196,6 +196,9 @@ metrics_after identify
 if has get; then
     echo "GET /v1/subscribers/{id}, existing people, 64 conns…"
     for run in $(seq "$RUNS"); do
+        # Our /healthz again beside each GET run: the ratio pairs with it, not with the /healthz
+        # section minutes earlier (the machine's speed drifts in between).
+        wrk_run healthz_beside_get buzzkit "$run" 64 "$BASE/healthz"
         wrk_run get_c64 buzzkit "$run" 64 "$BASE/healthz" -s bench/lua/get.lua -- $PEOPLE "$SECRET_KEY"
         ceiling_run get "$run" 0
     done

@@ -61,18 +61,28 @@ if ours is not None:
     add("  … identify p99 at 64 conns", fmt(p99, " ms"), "", "", "< 10 ms", "yes" if p99 < 10 else "**no**")
     ratio_row("  … ours vs SQLite 1 txn/request", ours, one, 2, note="(for scale)")
 
-get, health = med("get_c64", "buzzkit"), med("healthz_c64", "buzzkit")
+
+def pairs_note(ours, ceiling, ceiling_who="buzzkit"):
+    """Each run's ratio against the ceiling run interleaved with it."""
+    pairs = [o[0] / c[0] for o, c in zip(rows.get((ours, "buzzkit"), []), rows.get((ceiling, ceiling_who), []))]
+    return f"; each run against the one beside it: {' / '.join(f'{p:.2f}' for p in pairs)}" if pairs else ""
+
+
+# Our /healthz measured beside each GET run when the run has it (older run dirs: the /healthz
+# section's, minutes earlier).
+beside = "healthz_beside_get" if n("healthz_beside_get", "buzzkit") else "healthz_c64"
+get, health = med("get_c64", "buzzkit"), med(beside, "buzzkit")
 ratio_row("GET /v1/subscribers/{id}, 64 conns vs our /healthz", get, health, 0.8,
-          note=f"p99 {fmt(med('get_c64', 'buzzkit', 1))} ms; server CPU {fmt(med('get_c64_cpu', 'buzzkit'))} µs/request; SQLite alone does {fmt(med('ceiling_get_subscriber', 'sqlite'))}/s of the same reads on 1 thread")
+          note=f"p99 {fmt(med('get_c64', 'buzzkit', 1))} ms; server CPU {fmt(med('get_c64_cpu', 'buzzkit'))} µs/request; SQLite alone does {fmt(med('ceiling_get_subscriber', 'sqlite'))}/s of the same reads on 1 thread"
+          + (pairs_note("get_c64", beside) if beside == "healthz_beside_get" else ""))
 
 # The uncached runs' own ceiling runs (run dirs from before they had a name of their own pooled
 # them with the cached GET's), and each run's ratio against its own ceiling run.
 uncached_ceiling = "ceiling_uncached_get_subscriber" if n("ceiling_uncached_get_subscriber", "sqlite") else "ceiling_get_subscriber"
-pairs = [o[0] / c[0] for o, c in zip(rows.get(("get_uncached_c64", "buzzkit"), []), rows.get((uncached_ceiling, "sqlite"), []))]
 ratio_row("GET /v1/subscribers/{id}, cache off, 64 conns vs SQLite alone (1 thread)", med("get_uncached_c64", "buzzkit"),
           med(uncached_ceiling, "sqlite"), 0.5,
           note=f"p99 {fmt(med('get_uncached_c64', 'buzzkit', 1))} ms; server CPU {fmt(med('get_uncached_c64_cpu', 'buzzkit'))} µs/request"
-          + (f"; each run against its ceiling run: {' / '.join(f'{p:.2f}' for p in pairs)}" if uncached_ceiling != "ceiling_get_subscriber" else ""))
+          + (pairs_note("get_uncached_c64", uncached_ceiling, "sqlite") if uncached_ceiling != "ceiling_get_subscriber" else ""))
 
 ev = med("events_c64", "buzzkit")
 if ev is not None:

@@ -94,6 +94,9 @@ package struct Reply: Sendable {
         if !metadata.isEmpty { self.metadata = metadata }
     }
     package init(raw: HTTPResponse) { self.raw = raw }
+
+    /// `data` already serialised: a snapshot's JSON, kept with it.
+    package init(serializedData: [UInt8]) { self.serializedData = serializedData }
 }
 
 /// The subscriber a write's answer shows in `data.subscriber`.

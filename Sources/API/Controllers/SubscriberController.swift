@@ -64,9 +64,9 @@ struct SubscriberController {
             guard let snapshot = try Access.checkedForRead(found, caller: caller, now: now) else {
                 throw IdentityError.subscriberNotFound
             }
-            var reply = Reply(.null)
-            reply.serializedData = Rendering.subscriberData(snapshot)
-            return Self.resolved(reply, record: snapshot.record, asked: id)
+            var reply = Reply(serializedData: Rendering.subscriberData(snapshot))
+            Self.noteResolved(&reply, currentID: snapshot.record.id, asked: id)
+            return reply
         }
     }
 
@@ -101,9 +101,8 @@ struct SubscriberController {
             let shown = Array(page.prefix(limit))
             let next = page.count > limit ? Self.encodeCursor(shown.last!.key, newestFirst: newestFirst) : nil
             // Every item is the whole subscriber of API.md §4, read a page at a time.
-            var reply = Reply(.null)
-            reply.serializedData = Rendering.subscriberPage(try ctx.snapshots(of: shown), nextCursor: next)
-            return .reply(reply)
+            return .reply(
+                Reply(serializedData: Rendering.subscriberPage(try ctx.snapshots(of: shown), nextCursor: next)))
         }
     }
 
@@ -148,15 +147,17 @@ struct SubscriberController {
             guard let record = try Access.resolveForRead(id, caller: caller, in: ctx, now: context.now) else {
                 throw IdentityError.subscriberNotFound
             }
-            return .reply(resolved(try body(record, ctx), record: record, asked: id))
+            var reply = try body(record, ctx)
+            noteResolved(&reply, currentID: record.id, asked: id)
+            return .reply(reply)
         }
     }
 
     /// `metadata.resolvedFrom` when the id asked for was not the subscriber's current one.
-    private static func resolved(_ reply: Reply, record: SubscriberRecord, asked id: SubscriberID) -> Reply {
-        var reply = reply
-        if record.id != id.value { reply.metadata["resolvedFrom"] = .string(id.value) }
-        return reply
+    /// In place: taking and returning the reply copied it twice, and the record once (~800
+    /// instructions of retains and releases a GET, callgrind).
+    private static func noteResolved(_ reply: inout Reply, currentID: String, asked id: SubscriberID) {
+        if currentID != id.value { reply.metadata["resolvedFrom"] = .string(id.value) }
     }
 
     func merge(_ context: RequestContext) throws -> Outcome {

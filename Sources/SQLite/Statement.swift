@@ -174,16 +174,18 @@ package final class Statement {
         return value
     }
 
-    /// The bytes of the text in `column`, lent to `body` without making a String (they are
-    /// SQLite's, valid only inside `body`); NULL or another type throws.
-    package func withRequiredText<R>(at column: Int32, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+    /// The bytes of the text in `column`, without making a String; NULL or another type throws.
+    /// They are SQLite's: valid until the statement steps, resets or converts this column, so
+    /// read them at once. Not a method taking a closure: a generic one called from another module
+    /// runs unspecialised.
+    package func requiredTextBytes(at column: Int32) throws(RowDecodingError) -> UnsafeRawBufferPointer {
         guard sqlite3_column_type(handle, column) == SQLITE_TEXT else {
             throw decodingError(column, expected: "TEXT")
         }
         // Ask for the text before its length: https://www.sqlite.org/c3ref/column_blob.html
         let text = sqlite3_column_text(handle, column)
         let length = Int(sqlite3_column_bytes(handle, column))
-        return try body(UnsafeRawBufferPointer(start: text, count: text == nil ? 0 : length))
+        return UnsafeRawBufferPointer(start: text, count: text == nil ? 0 : length)
     }
 
     /// The integer in `column`, nil for NULL; another type throws.

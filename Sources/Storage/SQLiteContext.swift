@@ -378,7 +378,8 @@ struct SQLiteContext: IdentityWriteContext {
     private static func attribute(_ row: Statement, from c: Int32) throws -> (name: String, entry: AttributeEntry) {
         // Parsed from SQLite's own bytes: no String, no copy. Stored only after validation: text
         // that does not parse is a damaged row, not an absent attribute.
-        guard let value = try row.withRequiredText(at: c + 1, { try? JSONParser.parse($0, maxDepth: 64) }) else {
+        let text = try row.requiredTextBytes(at: c + 1)
+        guard let value = try? JSONParser.parse(text, maxDepth: 64) else {
             throw RowDecodingError(column: "value", expected: "JSON", found: "TEXT", sql: row.sql)
         }
         return (

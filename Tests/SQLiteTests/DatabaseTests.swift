@@ -74,10 +74,10 @@ import Testing
         let db = try Database(path: ":memory:")
         let statement = try db.cachedStatement("SELECT 'héllo', '', NULL, 5")
         #expect(try statement.step())
-        #expect(try statement.withRequiredText(at: 0) { Array($0) } == Array("héllo".utf8))
-        #expect(try statement.withRequiredText(at: 1) { $0.count } == 0)
-        #expect(throws: RowDecodingError.self) { try statement.withRequiredText(at: 2) { $0.count } }
-        #expect(throws: RowDecodingError.self) { try statement.withRequiredText(at: 3) { $0.count } }
+        #expect(Array(try statement.requiredTextBytes(at: 0)) == Array("héllo".utf8))
+        #expect(try statement.requiredTextBytes(at: 1).count == 0)
+        #expect(throws: RowDecodingError.self) { try statement.requiredTextBytes(at: 2) }
+        #expect(throws: RowDecodingError.self) { try statement.requiredTextBytes(at: 3) }
     }
 
     // MARK: - Statements

@@ -60,7 +60,7 @@ enum HTTPBytes {
 
     /// Whether a byte of `word` is below `n` (n ≤ 128): a byte at or above `n` never borrows.
     @inline(__always)
-    private static func hasByte(below n: UInt64, in word: UInt64) -> Bool {
+    static func hasByte(below n: UInt64, in word: UInt64) -> Bool {
         (word &- ones &* n) & ~word & highBits != 0
     }
 

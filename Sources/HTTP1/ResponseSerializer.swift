@@ -247,7 +247,7 @@ private struct HeadWriter {
         var i = 0
         while i + 8 <= n {
             let word = UnsafeRawPointer(start + i).loadUnaligned(as: UInt64.self)
-            if (word &- 0x0E0E_0E0E_0E0E_0E0E) & ~word & 0x8080_8080_8080_8080 != 0 { blank(start + i, 8) }
+            if HTTPBytes.hasByte(below: 0x0E, in: word) { blank(start + i, 8) }
             i += 8
         }
         blank(start + i, n - i)

@@ -288,32 +288,6 @@ package final class Database {
         return try statement.step() ? statement.row() : nil
     }
 
-    /// Runs a cached query and maps its first row in place, without copying it into a ``Row``:
-    /// `read` gets the statement positioned on the row (use its `int(at:)`, `string(at:)`…).
-    /// - Returns: `read`'s value, or `nil` when there is no row.
-    package func queryOne<T>(
-        _ sql: String, _ arguments: [any SQLiteBindable] = [], read: (Statement) throws -> T
-    ) throws -> T? {
-        let statement = try cachedStatement(sql)
-        defer { statement.reset() }
-        try statement.bind(arguments)
-        return try statement.step() ? read(statement) : nil
-    }
-
-    /// Runs a cached query and maps every row in place (see ``queryOne(_:_:read:)``).
-    package func query<T>(
-        _ sql: String, _ arguments: [any SQLiteBindable] = [], read: (Statement) throws -> T?
-    ) throws -> [T] {
-        let statement = try cachedStatement(sql)
-        defer { statement.reset() }
-        try statement.bind(arguments)
-        var values: [T] = []
-        while try statement.step() {
-            if let value = try read(statement) { values.append(value) }
-        }
-        return values
-    }
-
     /// Streams the rows of a cached query to `body` without building an array.
     /// - Parameters:
     ///   - sql: One statement with `?` placeholders.

@@ -141,8 +141,8 @@ package final class Statement {
 
     // MARK: Reading the current row in place
 
-    // For hot paths that map a row straight into a record (``Database/queryOne(_:_:read:)``):
-    // no `[SQLiteValue]`, no `Row`, no column-name lookup. Same conversions as ``Row``'s
+    // For hot paths that map a row straight into a record (Storage's `Database.rows` and
+    // `firstRow`): no `[SQLiteValue]`, no `Row`, no column-name lookup. Same conversions as ``Row``'s
     // accessors for the types the schema stores.
 
     /// The integer in 0-based `column`; `nil` for `NULL`.

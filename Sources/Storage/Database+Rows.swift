@@ -1,10 +1,11 @@
 import SQLite
 
-// `Database.query(_:_:read:)` and `queryOne(_:_:read:)` again, compiled in this module: the
-// SQLite module's copies run unspecialised here (their `T` is only known at run time, even
-// marked `@inlinable`), and each call looked up the metadata of `T?` and `[T]` in the runtime's
-// tables: ~7k instructions of an uncached GET's seven statements (callgrind). Within this module
-// the optimiser specialises every caller's copy, so this module maps rows with these.
+// Rows mapped in place, straight from the statement into records, defined in this module on
+// purpose: a generic of the SQLite module runs unspecialised when called from here (its `T` only
+// known at run time, even marked `@inlinable`), and each call looked up the metadata of `T?` and
+// `[T]` in the runtime's tables: ~7k instructions of an uncached GET's seven statements
+// (callgrind). Within this module the optimiser specialises every caller's copy. The SQLite
+// module keeps only its `Row`-returning `query` and `queryOne`.
 extension Database {
     /// Every row of a cached query, mapped in place by `read` (rows it maps to nil are skipped).
     func rows<T>(_ sql: String, _ arguments: [any SQLiteBindable] = [], read: (Statement) throws -> T?) throws -> [T] {

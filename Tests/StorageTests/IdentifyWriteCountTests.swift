@@ -51,13 +51,14 @@ import Testing
             try Operations.identify(command, caller: Caller(tenant: tenant, role: role), in: ctx, now: now)
         }
         let runs = db.cachedStatementRuns - before
-        let (updates, most) = try #require(
+        let counts = try #require(
             try db.queryOne(
                 """
-                SELECT coalesce(sum(n), 0), coalesce(max(n), 0)
+                SELECT coalesce(sum(n), 0) AS updates, coalesce(max(n), 0) AS most
                 FROM (SELECT count(*) AS n FROM temp.subscriber_updates GROUP BY key)
                 """
-            ) { (Int(try $0.requiredInt(at: 0)), Int(try $0.requiredInt(at: 1))) })
+            ))
+        let (updates, most) = (Int(try counts.requiredInt("updates")), Int(try counts.requiredInt("most")))
         // BEGIN and COMMIT go through the statement cache too, and each firing of the counting
         // trigger adds a run to the UPDATE that fired it (a trigger program starts with OP_Init,
         // which counts a run): neither is the identify's SQL.

@@ -22,4 +22,10 @@ static inline int buzzkit_sqlite3_db_config_defensive(sqlite3 *db, int on) {
 static inline int buzzkit_sqlite3_config_memstatus(int on) {
     return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, on);
 }
+
+// How many bytes of a savepoint's sub-journal (the pages it changed, as they were) stay in
+// memory before SQLite moves it to a temp file.
+static inline int buzzkit_sqlite3_config_stmtjrnl_spill(int bytes) {
+    return sqlite3_config(SQLITE_CONFIG_STMTJRNL_SPILL, bytes);
+}
 #endif

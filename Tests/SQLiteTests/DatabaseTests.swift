@@ -285,6 +285,43 @@ import Testing
         try db.checkpoint(.truncate)
     }
 
+    // MARK: - Savepoints
+
+    /// The temp files SQLite has open in this process (it names them `etilqs_…` and unlinks them
+    /// at once, so only their descriptors show them).
+    private func sqliteTempFilesOpen() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").compactMap { fd in
+            let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + fd)
+            return target.flatMap { $0.contains("etilqs_") ? $0 : nil }
+        }
+    }
+
+    @Test func savepointJournalStaysInMemoryPastSQLitesDefault() throws {
+        let db = try Database(path: directory.file("journal.sqlite"))
+        try db.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, payload BLOB)")
+        try db.transaction {
+            for _ in 0..<300 { try db.execute("INSERT INTO t(payload) VALUES (randomblob(1000))") }
+        }
+        // Every one of the ~75 pages is changed inside a savepoint: ~300 KiB of sub-journal,
+        // past the 64 KiB at which SQLite's default moves it to a temp file. A spilled journal
+        // shows in every round; another test's temp file (tests run in parallel) in one at most.
+        var roundsWithANewTempFile = 0
+        for _ in 0..<3 {
+            let before = Set(try sqliteTempFilesOpen())
+            try db.execute("BEGIN IMMEDIATE")
+            try db.execute("SAVEPOINT job")
+            try db.execute("UPDATE t SET payload = zeroblob(1000)")
+            if !Set(try sqliteTempFilesOpen()).subtracting(before).isEmpty { roundsWithANewTempFile += 1 }
+            try db.execute("ROLLBACK TO job")
+            try db.execute("RELEASE job")
+            try db.execute("COMMIT")
+        }
+        #expect(roundsWithANewTempFile < 3)
+        // The journal did its job: the rollbacks put every page back.
+        #expect(try db.queryOne("SELECT count(*) FROM t WHERE payload = zeroblob(1000)")?.int(0) == 0)
+        #expect(try db.queryOne("SELECT count(*) FROM t")?.int(0) == 300)
+    }
+
     // MARK: - Maintenance
 
     @Test(arguments: Location.allCases)

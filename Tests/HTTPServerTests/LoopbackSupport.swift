@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Glibc
 import HTTP1
 import HTTPServer
@@ -154,4 +155,26 @@ func runOnNewThread(_ body: @escaping @Sendable () -> Void) {
         }, box)
     precondition(rc == 0)
     pthread_detach(thread)
+}
+
+/// The ids of this process's event-loop threads (named `http-<n>`), read from /proc.
+func loopThreads() -> Set<String> {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    return Set(
+        tasks.filter { task in
+            let name = (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)) ?? ""
+            return name.hasPrefix("http-")
+        })
+}
+
+/// User plus system CPU time of those threads, in clock ticks (/proc/<pid>/task/<tid>/stat).
+func cpuTicks(of threads: Set<String>) -> Int {
+    threads.reduce(0) { total, task in
+        guard let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
+            let afterName = stat.lastIndex(of: ")")
+        else { return total }
+        // Fields after the name: state is field 3, utime 14 and stime 15.
+        let fields = stat[stat.index(after: afterName)...].split(separator: " ")
+        return total + (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0)
+    }
 }

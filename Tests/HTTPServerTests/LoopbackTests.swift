@@ -36,6 +36,38 @@ import Threads
         #expect(bodies == ["GET /a ", "async", "GET /c "])
     }
 
+    @Test func bytesSentWhileARequestIsInFlightWaitAndDoNotSpinTheLoop() throws {
+        let before = loopThreads()
+        let test = try TestServer()
+        let loops = loopThreads().subtracting(before)
+        #expect(loops.count == 2)
+        let client = try test.client()
+        client.send("GET /async HTTP/1.1\r\nHost: x\r\n\r\n")
+        usleep(20_000)  // the request is in flight, read interest still armed
+        let cpuBefore = cpuTicks(of: loops)
+        client.send("GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(String(decoding: try client.readResponse().body, as: UTF8.self) == "async")
+        // A loop woken by those bytes on every wait until the answer (~130 ms) would spin a core.
+        #expect(cpuTicks(of: loops) - cpuBefore < 5, "loop CPU in clock ticks while the request was in flight")
+        #expect(String(decoding: try client.readResponse().body, as: UTF8.self) == "GET /next ")
+    }
+
+    @Test func peerThatHalfClosesWhileARequestIsInFlightGetsItsAnswerThenTheClose() throws {
+        let test = try TestServer()
+        let client = try test.client()
+        client.send("GET /async HTTP/1.1\r\nHost: x\r\n\r\n")
+        usleep(20_000)
+        shutdown(client.fd, Int32(SHUT_WR))
+        #expect(String(decoding: try client.readResponse().body, as: UTF8.self) == "async")
+        #expect(client.isClosedByPeer())
+        var open = test.server.metrics.openConnections
+        for _ in 0..<100 where open != 0 {
+            usleep(10_000)
+            open = test.server.metrics.openConnections
+        }
+        #expect(open == 0)
+    }
+
     @Test func chunkedRequestBody() throws {
         let client = try test.client()
         client.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")

@@ -117,8 +117,10 @@ package final class Database {
     /// rest of the group, and from then on every job wrote its pages there, a `pwrite` each for
     /// a page and its number: 27 system calls and ~55 µs of the writer's kernel time per
     /// identify, more than the log itself. 8 MiB (2,000 pages) keeps any job but a bulk one in
-    /// memory; bigger ones still spill, so memory stays bounded.
-    package static let statementJournalInMemory = 8 << 20
+    /// memory; bigger ones still spill, so memory stays bounded. SQLite takes the in-memory
+    /// journal in one allocation of this size (its chunk size is the spill size); only the pages
+    /// written count towards RSS, and the writer's allocator reuses the block group after group.
+    private static let statementJournalInMemory = 8 << 20
 
     private var isInMemory: Bool { path == ":memory:" || path.isEmpty || path.hasPrefix("file::memory:") }
 

@@ -80,34 +80,6 @@ extension RequestContext {
     }
 }
 
-/// Whether a `Content-Type` value names JSON: `application/json` or any `…+json` type, in any
-/// ASCII case (RFC 9110 §8.3.1), parameters after `;` ignored, spaces and tabs around the type
-/// trimmed. Read as bytes: splitting, trimming and lowercasing the string the way
-/// `String` does it (Unicode properties and case mapping) was ~10k instructions of every
-/// identify (callgrind), more than parsing its JSON body.
-package func isJSONMediaType(_ value: String) -> Bool {
-    var value = value
-    return value.withUTF8 { bytes in
-        var end = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.endIndex
-        var start = bytes.startIndex
-        func isSpace(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
-        while start < end, isSpace(bytes[start]) { start += 1 }
-        while end > start, isSpace(bytes[end - 1]) { end -= 1 }
-        let type = bytes[start..<end]
-        func endsWith(_ suffix: StaticString) -> Bool {
-            guard type.count >= suffix.utf8CodeUnitCount else { return false }
-            let tail = type.suffix(suffix.utf8CodeUnitCount)
-            return suffix.withUTF8Buffer { lowercase in
-                zip(tail, lowercase).allSatisfy { byte, expected in
-                    (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 == expected : byte == expected
-                }
-            }
-        }
-        let json: StaticString = "application/json"
-        return (type.count == json.utf8CodeUnitCount && endsWith(json)) || endsWith("+json")
-    }
-}
-
 /// How deep JSON may nest: deep enough for any real attribute, shallow enough that no input
 /// can exhaust the stack.
 package enum JSONLimits {

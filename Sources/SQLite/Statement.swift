@@ -38,12 +38,7 @@ package final class Statement {
     package func bind(_ arguments: [any SQLiteBindable]) throws {
         // No sqlite3_clear_bindings first: every parameter is bound below (or we throw, and the
         // statement is not run; `cachedStatement` clears before its next use).
-        let expected = Int(sqlite3_bind_parameter_count(handle))
-        guard arguments.count == expected else {
-            throw SQLiteError(
-                extendedCode: SQLITE_RANGE,
-                message: "statement expects \(expected) arguments, got \(arguments.count)", sql: sql)
-        }
+        try checkParameterCount(arguments.count)
         for (offset, argument) in arguments.enumerated() {
             try bind(argument.sqliteValue, at: Int32(offset + 1))
         }
@@ -53,14 +48,18 @@ package final class Statement {
     /// request runs bind a key or two, and each `[any SQLiteBindable]` cost an allocation and
     /// boxed values (~300 instructions a statement, callgrind).
     package func bind(_ first: SQLiteValue, _ second: SQLiteValue? = nil) throws {
+        try checkParameterCount(second == nil ? 1 : 2)
+        try bind(first, at: 1)
+        if let second { try bind(second, at: 2) }
+    }
+
+    /// `SQLITE_RANGE` unless the statement has exactly `given` parameters.
+    private func checkParameterCount(_ given: Int) throws {
         let expected = Int(sqlite3_bind_parameter_count(handle))
-        let given = second == nil ? 1 : 2
         guard given == expected else {
             throw SQLiteError(
                 extendedCode: SQLITE_RANGE, message: "statement expects \(expected) arguments, got \(given)", sql: sql)
         }
-        try bind(first, at: 1)
-        if let second { try bind(second, at: 2) }
     }
 
     /// Binds one value at a 1-based parameter index, leaving the other bindings as they are: a

@@ -1,4 +1,4 @@
-import API
+import HTTP1
 import Testing
 
 /// `Content-Type` values a JSON body is taken with (RFC 9110 §8.3.1: type and subtype are

@@ -97,10 +97,13 @@ struct DeviceController {
         return value
     }
 
+    /// The fields a `device` object may have.
+    private static let deviceFields = ["deviceId"] + DeviceRecord.contextFields
+
     /// Reads a `device` context object; `deviceID` from the path wins over the body's.
     static func device(_ object: JSONObject?, deviceID: String?, now: Timestamp) throws(APIError) -> DeviceRecord? {
         guard let object else { return nil }
-        try object.allowOnly(Set(["deviceId"] + DeviceRecord.contextFields), path: "device.")
+        try object.allowOnly(deviceFields, path: "device.")
         let bodyID = try object.string("deviceId", path: "device.")
         guard let id = deviceID ?? bodyID else {
             throw .invalidRequest("'device.deviceId' is required.")

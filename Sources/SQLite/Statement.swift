@@ -21,6 +21,12 @@ package final class Statement {
         String(cString: sqlite3_column_name(handle, $0))
     }
 
+    /// Set when ``Database/cachedStatement(_:)`` hands the statement out again: its parameters
+    /// still hold the last use's values. The first ``bind(_:at:)`` or ``step()`` that finds it
+    /// set clears them to NULL, so a parameter this use leaves unbound is NULL, as on a new
+    /// statement; binding every parameter at once (``bind(_:)``) needs no clearing.
+    var holdsLastUsesBindings = false
+
     /// Takes ownership of a prepared statement.
     init(handle: OpaquePointer, sql: String) {
         self.handle = handle
@@ -39,8 +45,9 @@ package final class Statement {
         // No sqlite3_clear_bindings first: every parameter is bound below (or we throw, and the
         // statement is not run; `cachedStatement` clears before its next use).
         try checkParameterCount(arguments.count)
+        holdsLastUsesBindings = false
         for (offset, argument) in arguments.enumerated() {
-            try bind(argument.sqliteValue, at: Int32(offset + 1))
+            try bindValue(argument.sqliteValue, at: Int32(offset + 1))
         }
     }
 
@@ -49,8 +56,9 @@ package final class Statement {
     /// boxed values (~300 instructions a statement, callgrind).
     package func bind(_ first: SQLiteValue, _ second: SQLiteValue? = nil) throws {
         try checkParameterCount(second == nil ? 1 : 2)
-        try bind(first, at: 1)
-        if let second { try bind(second, at: 2) }
+        holdsLastUsesBindings = false
+        try bindValue(first, at: 1)
+        if let second { try bindValue(second, at: 2) }
     }
 
     /// `SQLITE_RANGE` unless the statement has exactly `given` parameters.
@@ -65,6 +73,17 @@ package final class Statement {
     /// Binds one value at a 1-based parameter index, leaving the other bindings as they are: a
     /// statement rerun in a loop binds what changes, with no argument array per run.
     package func bind(_ value: SQLiteValue, at index: Int32) throws {
+        clearLastUsesBindings()
+        try bindValue(value, at: index)
+    }
+
+    private func clearLastUsesBindings() {
+        guard holdsLastUsesBindings else { return }
+        sqlite3_clear_bindings(handle)
+        holdsLastUsesBindings = false
+    }
+
+    private func bindValue(_ value: SQLiteValue, at index: Int32) throws {
         let result: Int32
         switch value {
         case .null:
@@ -114,11 +133,18 @@ package final class Statement {
     /// thrown, so it is ignored here.
     package func reset() {
         sqlite3_reset(handle)
+        steppedSinceReset = false
     }
+
+    /// Whether ``step()`` ran since the last ``reset()``: such a statement (even one that ran to
+    /// its end) takes no binding until it is reset.
+    private(set) var steppedSinceReset = false
 
     /// Advances to the next row.
     /// - Returns: `true` when a row is available (read it with ``row()``), `false` when done.
     package func step() throws -> Bool {
+        clearLastUsesBindings()
+        steppedSinceReset = true
         let result = sqlite3_step(handle)
         switch result {
         case SQLITE_ROW: return true

@@ -70,6 +70,37 @@ import Testing
         #expect(one.int(at: 0) == 42)
     }
 
+    /// A cached statement keeps nothing of its last use: a parameter this use leaves unbound
+    /// reads NULL, whether the last use bound it all at once or one by one, and a last use that
+    /// ran to its end without a reset leaves it ready to run again.
+    @Test func aCachedStatementKeepsNothingOfItsLastUse() throws {
+        let db = try Database(path: ":memory:")
+        let sql = "SELECT ?1 IS NULL, ?2 IS NULL, coalesce(?1, '') || coalesce(?2, '')"
+        func run(_ bind: (Statement) throws -> Void) throws -> String {
+            let statement = try db.cachedStatement(sql)
+            defer { statement.reset() }
+            try bind(statement)
+            #expect(try statement.step())
+            return "\(statement.int(at: 0) ?? -1) \(statement.int(at: 1) ?? -1) \(statement.string(at: 2) ?? "?")"
+        }
+        #expect(try run { try $0.bind([Optional("a"), Optional("b")]) } == "0 0 ab")
+        // One by one, only the second: the first is NULL, not the last use's "a".
+        #expect(try run { try $0.bind(.text("c"), at: 2) } == "1 0 c")
+        #expect(try run { _ in } == "1 1 ")
+        #expect(try run { try $0.bind(.text("d"), at: 1) } == "0 1 d")
+
+        // Run to its end and not reset: the next use gets it, not a fresh copy, and runs.
+        let counting = try db.cachedStatement("SELECT ? + 1")
+        try counting.bind(.integer(1))
+        #expect(try counting.step())
+        #expect(try !counting.step())
+        let again = try db.cachedStatement("SELECT ? + 1")
+        #expect(again === counting)
+        try again.bind(.integer(41))
+        #expect(try again.step())
+        #expect(again.int(at: 0) == 42)
+    }
+
     @Test func lendsTextBytesOnlyForText() throws {
         let db = try Database(path: ":memory:")
         let statement = try db.cachedStatement("SELECT 'héllo', '', NULL, 5")

@@ -20,7 +20,7 @@ N=${N:-1600}
 [ -x "$BIN" ] || { echo "no $BIN: swift build -c release --product buzzkit"; exit 1; }
 command -v valgrind >/dev/null || { echo "needs valgrind"; exit 1; }
 OUT=${OUT:-$(mktemp -d)}
-mkdir -p "$OUT"
+mkdir -p "$OUT"  # valgrind cannot create it, and the server would then never start
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 export BUZZKIT_BOOTSTRAP_WORKSPACE_KEY=bk_ws_BenchBenchBenchBenchBenchBench12

@@ -19,6 +19,7 @@ ONLY=${ONLY:-healthz,get}
 command -v valgrind >/dev/null || { echo "needs valgrind"; exit 1; }
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
 OUT=${OUT:-$(mktemp -d)}
+mkdir -p "$OUT"  # valgrind cannot create it, and the server would then never start
 
 measure() {  # measure healthz|get → "requests instructions"
     local which=$1 work key server base path secret=""

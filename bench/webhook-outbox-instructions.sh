@@ -18,6 +18,7 @@ N=${N:-1600}
 [ -x "$BIN" ] || { echo "no $BIN: swift build -c release --product buzzkit"; exit 1; }
 command -v valgrind >/dev/null || { echo "needs valgrind"; exit 1; }
 OUT=${OUT:-$(mktemp -d)}
+mkdir -p "$OUT"  # valgrind cannot create it, and the server would then never start
 
 client() {  # client BASE CLIENT_KEY COUNT RUN(3 characters): COUNT identify-link calls, 8 connections
     python3 - "$@" <<'PY'

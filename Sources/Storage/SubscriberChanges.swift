@@ -6,7 +6,9 @@ final class SubscriberChanges: @unchecked Sendable {
     static let functionName = "buzzkit_subscriber_changed"
 
     /// Temp triggers live on the writer's connection only and are never part of the schema:
-    /// every table a snapshot is read from reports the subscriber it belongs to.
+    /// every table a snapshot is read from reports the subscriber it belongs to. An update
+    /// reports the old owner too only when the row moved to another subscriber (most updates
+    /// keep it: every identify's UPDATE of its subscriber, a call into Swift saved).
     static let triggersSQL: String = {
         let tables = [
             ("subscribers", "key"), ("aliases", "subscriber_key"), ("attributes", "subscriber_key"),
@@ -17,7 +19,10 @@ final class SubscriberChanges: @unchecked Sendable {
             CREATE TEMP TRIGGER IF NOT EXISTS \(table)_changed_insert AFTER INSERT ON main.\(table)
                 BEGIN SELECT \(functionName)(NEW.\(column)); END;
             CREATE TEMP TRIGGER IF NOT EXISTS \(table)_changed_update AFTER UPDATE ON main.\(table)
-                BEGIN SELECT \(functionName)(OLD.\(column)), \(functionName)(NEW.\(column)); END;
+                BEGIN
+                    SELECT \(functionName)(NEW.\(column));
+                    SELECT \(functionName)(OLD.\(column)) WHERE OLD.\(column) IS NOT NEW.\(column);
+                END;
             CREATE TEMP TRIGGER IF NOT EXISTS \(table)_changed_delete AFTER DELETE ON main.\(table)
                 BEGIN SELECT \(functionName)(OLD.\(column)); END;
             """

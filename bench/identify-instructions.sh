@@ -14,13 +14,8 @@
 #     frequent: it runs one thread at a time, so groups are a few jobs where wrk -c64 gets ~20).
 # The ceiling is built with -fno-inline so `identify_rename` stays a function callgrind can time.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-BIN=${BUZZKIT_BINARY:-.build/release/buzzkit}
+. "$(dirname "$0")/callgrind-setup.sh"
 N=${N:-1600}
-[ -x "$BIN" ] || { echo "no $BIN: swift build -c release --product buzzkit"; exit 1; }
-command -v valgrind >/dev/null || { echo "needs valgrind"; exit 1; }
-OUT=${OUT:-$(mktemp -d)}
-mkdir -p "$OUT"  # valgrind cannot create it, and the server would then never start
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 export BUZZKIT_BOOTSTRAP_WORKSPACE_KEY=bk_ws_BenchBenchBenchBenchBenchBench12

@@ -12,14 +12,9 @@
 # Prints instructions per request and where the callgrind files are
 # (callgrind_annotate --inclusive=yes FILE shows where they go).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-BIN=${BUZZKIT_BINARY:-.build/release/buzzkit}
+. "$(dirname "$0")/callgrind-setup.sh"
 ONLY=${ONLY:-healthz,get}
-[ -x "$BIN" ] || { echo "no $BIN: swift build -c release --product buzzkit"; exit 1; }
-command -v valgrind >/dev/null || { echo "needs valgrind"; exit 1; }
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
-OUT=${OUT:-$(mktemp -d)}
-mkdir -p "$OUT"  # valgrind cannot create it, and the server would then never start
 
 measure() {  # measure healthz|get → "requests instructions"
     local which=$1 work key server base path secret=""

@@ -12,13 +12,8 @@
 # Prints instructions per request without and with the webhook, the difference, and where the
 # callgrind files are (callgrind_annotate --inclusive=yes FILE shows what the difference is).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-BIN=${BUZZKIT_BINARY:-.build/release/buzzkit}
+. "$(dirname "$0")/callgrind-setup.sh"
 N=${N:-1600}
-[ -x "$BIN" ] || { echo "no $BIN: swift build -c release --product buzzkit"; exit 1; }
-command -v valgrind >/dev/null || { echo "needs valgrind"; exit 1; }
-OUT=${OUT:-$(mktemp -d)}
-mkdir -p "$OUT"  # valgrind cannot create it, and the server would then never start
 
 client() {  # client BASE CLIENT_KEY COUNT RUN(3 characters): COUNT identify-link calls, 8 connections
     python3 - "$@" <<'PY'

@@ -27,6 +27,10 @@ package final class Statement {
     /// statement; binding every parameter at once (``bind(_:)``) needs no clearing.
     var holdsLastUsesBindings = false
 
+    /// Whether ``step()`` ran since the last ``reset()``: such a statement (even one that ran to
+    /// its end) takes no binding until it is reset.
+    private(set) var steppedSinceReset = false
+
     /// Takes ownership of a prepared statement.
     init(handle: OpaquePointer, sql: String) {
         self.handle = handle
@@ -42,8 +46,8 @@ package final class Statement {
     /// Binds `arguments` to the `?` parameters, in order, replacing what was bound before.
     /// - Parameter arguments: One value per parameter; the count must match exactly.
     package func bind(_ arguments: [any SQLiteBindable]) throws {
-        // No sqlite3_clear_bindings first: every parameter is bound below (or we throw, and the
-        // statement is not run; `cachedStatement` clears before its next use).
+        // No sqlite3_clear_bindings first: every parameter is bound below (or we throw, and this
+        // use does not run it; its next checkout marks what is left for clearing).
         try checkParameterCount(arguments.count)
         holdsLastUsesBindings = false
         for (offset, argument) in arguments.enumerated() {
@@ -135,10 +139,6 @@ package final class Statement {
         sqlite3_reset(handle)
         steppedSinceReset = false
     }
-
-    /// Whether ``step()`` ran since the last ``reset()``: such a statement (even one that ran to
-    /// its end) takes no binding until it is reset.
-    private(set) var steppedSinceReset = false
 
     /// Advances to the next row.
     /// - Returns: `true` when a row is available (read it with ``row()``), `false` when done.

@@ -227,12 +227,7 @@ package final class Database {
             return statement
         }
         if statement.isRunning { return try prepare(sql) }
-        // Every helper here resets a statement when done with it, so the reset is only for a use
-        // that stepped it to its end and stopped; its bindings are cleared only if this use does
-        // not bind them all. A reset and a clear on every checkout were ~450 instructions a
-        // statement, a dozen statements an identify.
-        if statement.steppedSinceReset { statement.reset() }
-        statement.holdsLastUsesBindings = true
+        statement.prepareForReuse()
         return statement
     }
 

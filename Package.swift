@@ -103,7 +103,8 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(name: "ThreadsTests", dependencies: ["Threads"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "SQLiteTests", dependencies: ["SQLite", "CSQLite", "Migrations"], swiftSettings: swiftSettings),
+            name: "SQLiteTests", dependencies: ["SQLite", "CSQLite", "Migrations", "Threads"],
+            swiftSettings: swiftSettings),
         .testTarget(name: "MigrationsTests", dependencies: ["Migrations"], swiftSettings: swiftSettings),
         .testTarget(
             name: "PostgresTests", dependencies: ["Postgres", "TestSupport", "Migrations"],

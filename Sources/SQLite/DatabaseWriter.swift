@@ -66,6 +66,9 @@ package final class DatabaseWriter: Sendable {
         var closing = false
         var finished = false
         var checkpointInterval: Duration?
+        /// Set by the checkpoint thread: restart the log before the next group (see
+        /// ``checkpointInBackground(every:restartAfterFrames:)``).
+        var restartLogRequested = false
         var writerThread: pthread_t?
         var checkpointer: Checkpointer?
     }
@@ -109,7 +112,7 @@ package final class DatabaseWriter: Sendable {
     ///   - onSync: Called on the completion thread after each `fdatasync` of the log it runs for
     ///     the groups committed so far (when the writer leaves the sync to it), with how long the
     ///     sync took: the wait every acknowledged write shares (metrics).
-    ///   - onLogRestart: Called on the checkpoint thread after each `RESTART` checkpoint (see
+    ///   - onLogRestart: Called on the writer thread after each `RESTART` checkpoint (see
     ///     ``checkpointInBackground(every:restartAfterFrames:)``), with how long it took: new
     ///     writes wait for it (metrics).
     ///   - setUp: Runs once on the writer's connection before any job (functions, temp triggers).
@@ -160,8 +163,9 @@ package final class DatabaseWriter: Sendable {
         NamedThread.detach(name: "db-writer") {
             WriterLoop(
                 database: transfer.value, shared: shared, deliveries: deliveries, maxBatch: maxBatch,
-                onCommit: onCommit, afterJob: afterJob, beforeCommit: beforeCommit, afterGroup: afterGroup,
-                onError: onError, commits: commitsCounter, log: logToSync
+                onCommit: onCommit, onLogRestart: onLogRestart, afterJob: afterJob, beforeCommit: beforeCommit,
+                afterGroup: afterGroup, onError: onError, commits: commitsCounter, log: logToSync,
+                busyTimeout: options.busyTimeout
             ).run()
         }
     }
@@ -261,9 +265,19 @@ package final class DatabaseWriter: Sendable {
     /// keep a read mark in the WAL, so the writer can never go back to its start and the file
     /// grew by ~50 MB a second (2 GB after 40 s of identifies, throughput down from 10k to 1k a
     /// second). So when a passive checkpoint leaves a log longer than `restartAfterFrames`, the
-    /// thread runs one `RESTART` checkpoint, waiting up to 200 ms for the group being committed
-    /// and the readers in flight (a pause of that much for new writes at most, once per
-    /// `restartAfterFrames` pages written); the next commit then writes from the log's start.
+    /// log is restarted with one `RESTART` checkpoint, which blocks new writes while it copies
+    /// what the log gained since the last checkpoint, syncs the database file and waits for the
+    /// readers still on the log. Two things keep that pause short:
+    /// - the checkpoint thread first runs passive rounds, each copying what the last one left,
+    ///   until one is quick (a few milliseconds of frames left to copy);
+    /// - then the writer thread runs the `RESTART` itself between two groups. Run from the
+    ///   checkpoint thread it had to win the write lock from a writer that takes it again right
+    ///   after each commit: SQLite's busy handler slept 1, 2, 5, 10… ms between tries while
+    ///   frames piled up, and restarts took 5–220 ms (up to 3,768 frames left to copy), the tail
+    ///   of identify's latency.
+    /// Readers still on the log are waited for up to 100 ms; past that the restart gives up
+    /// (reported) and is asked for again after the next checkpoint. The next commit after a
+    /// restart writes from the log's start.
     /// - Parameters:
     ///   - every: Time between checkpoints.
     ///   - restartAfterFrames: WAL length (pages) past which the log is restarted while writes
@@ -272,9 +286,14 @@ package final class DatabaseWriter: Sendable {
         var checkpointOptions = options
         checkpointOptions.busyTimeout = .zero
         let connection = try Database(path: path, options: checkpointOptions)
+        let shared = shared
         let checkpointer = Checkpointer(
             database: connection, every: every, restartAfterFrames: restartAfterFrames, commits: commits,
-            onRestart: onLogRestart, onError: onError)
+            requestRestart: {
+                shared.withLock { $0.restartLogRequested = true }
+                shared.broadcast()
+            },
+            onError: onError)
         let started = shared.withLock { state -> Bool in
             guard state.checkpointer == nil, !state.closing else { return false }
             state.checkpointInterval = every
@@ -355,6 +374,7 @@ package final class DatabaseWriter: Sendable {
         let deliveries: ConditionLock<Deliveries>
         let maxBatch: Int
         let onCommit: (@Sendable (Int, Duration) -> Void)?
+        let onLogRestart: (@Sendable (Duration) -> Void)?
         let afterJob: (@Sendable (Bool) -> Void)?
         let beforeCommit: (@Sendable (Database) throws -> Void)?
         let afterGroup: (@Sendable () -> Void)?
@@ -363,6 +383,8 @@ package final class DatabaseWriter: Sendable {
         /// The log the completion thread syncs, opened here after the first commit; nil when
         /// `COMMIT` syncs.
         let log: LogFile?
+        /// The connection's busy timeout, put back after a log restart's shorter one.
+        let busyTimeout: Duration
 
         /// Runs maintenance SQL whose failure no job would see: reported, never swallowed.
         private func maintain(_ operation: String, _ body: () throws -> Void) {
@@ -373,9 +395,10 @@ package final class DatabaseWriter: Sendable {
             shared.withLock { $0.writerThread = pthread_self() }
             var autoCheckpointDisabled = false
             while true {
-                let (batch, closing, interval) = shared.withLock(
-                    waitingUntil: { !$0.queue.isEmpty || $0.closing }
+                let (batch, closing, interval, restartLog) = shared.withLock(
+                    waitingUntil: { !$0.queue.isEmpty || $0.closing || $0.restartLogRequested }
                 ) { state in
+                    defer { state.restartLogRequested = false }
                     let batch: [Job]
                     if state.queue.count <= maxBatch {
                         batch = state.queue
@@ -384,8 +407,9 @@ package final class DatabaseWriter: Sendable {
                         batch = Array(state.queue.prefix(maxBatch))
                         state.queue.removeFirst(maxBatch)
                     }
-                    return (batch, state.closing, state.checkpointInterval)
+                    return (batch, state.closing, state.checkpointInterval, state.restartLogRequested)
                 }
+                if restartLog { restartLogBetweenGroups() }
                 if interval != nil && !autoCheckpointDisabled {
                     autoCheckpointDisabled = true
                     maintain("PRAGMA wal_autocheckpoint") { try database.execute("PRAGMA wal_autocheckpoint = 0") }
@@ -415,6 +439,20 @@ package final class DatabaseWriter: Sendable {
             deliveries.withLock(waitingUntil: { $0.stopped }) { _ in }
             shared.withLock { $0.finished = true }
             shared.broadcast()
+        }
+
+        /// The log restart the checkpoint thread asked for (see `checkpointInBackground`), run
+        /// here where no group holds the write lock. Its jobs queue meanwhile and go in the next group.
+        private func restartLogBetweenGroups() {
+            database.setBusyTimeout(.milliseconds(100))
+            defer { database.setBusyTimeout(busyTimeout) }
+            let started = ContinuousClock.now
+            do {
+                try database.checkpoint(.restart)
+                onLogRestart?(ContinuousClock.now - started)
+            } catch {
+                onError?("checkpoint(restart)", error)
+            }
         }
 
         /// Hands a group's completions to the completion thread, one lock and one wake-up per
@@ -543,18 +581,19 @@ private final class Checkpointer: Sendable {
     private let every: Duration
     private let restartAfterFrames: Int
     private let commits: Commits
-    private let onRestart: (@Sendable (Duration) -> Void)?
+    /// Asks the writer thread to restart the log between two groups.
+    private let requestRestart: @Sendable () -> Void
     private let onError: DatabaseErrorHandler?
 
     init(
         database: Database, every: Duration, restartAfterFrames: Int, commits: Commits,
-        onRestart: (@Sendable (Duration) -> Void)?, onError: DatabaseErrorHandler?
+        requestRestart: @escaping @Sendable () -> Void, onError: DatabaseErrorHandler?
     ) {
         self.database = UnsafeTransfer(value: database)
         self.every = every
         self.restartAfterFrames = restartAfterFrames
         self.commits = commits
-        self.onRestart = onRestart
+        self.requestRestart = requestRestart
         self.onError = onError
     }
 
@@ -579,7 +618,7 @@ private final class Checkpointer: Sendable {
             if committed != checkpointedAt {
                 do {
                     let passive = try database.value.checkpoint(.passive)
-                    if passive.logFrames > restartAfterFrames { restartLog() }
+                    if passive.logFrames > restartAfterFrames { prepareLogRestart() }
                 } catch {
                     onError?("checkpoint(passive)", error)
                 }
@@ -599,17 +638,25 @@ private final class Checkpointer: Sendable {
         state.broadcast()
     }
 
-    /// The one checkpoint that may wait: for the writer's group and the readers on the log, so
-    /// that the next commit starts the log again instead of growing it.
-    private func restartLog() {
-        database.value.setBusyTimeout(.milliseconds(200))
-        defer { database.value.setBusyTimeout(.zero) }
-        do {
+    /// Copies what the log gained during the last checkpoint, round after round, until a round
+    /// is quick, then asks the writer for the `RESTART`: it blocks new writes only while it copies
+    /// what is left and syncs the database file (see `checkpointInBackground`).
+    private func prepareLogRestart() {
+        for _ in 0..<Self.maxCatchUpRounds {
             let started = ContinuousClock.now
-            try database.value.checkpoint(.restart)
-            onRestart?(ContinuousClock.now - started)
-        } catch {
-            onError?("checkpoint(restart)", error)
+            do {
+                try database.value.checkpoint(.passive)
+            } catch {
+                onError?("checkpoint(passive)", error)
+                return
+            }
+            if ContinuousClock.now - started < Self.quickRound { break }
         }
+        requestRestart()
     }
+
+    /// A passive round this short leaves the `RESTART` a few milliseconds of frames to copy.
+    private static let quickRound = Duration.milliseconds(5)
+    /// Under a flood faster than the disk takes pages, rounds stay slow: stop after this many.
+    private static let maxCatchUpRounds = 4
 }

@@ -418,7 +418,7 @@ import Threads
             onError: { operation, error in reported.withLock { $0.append("\(operation): \(error)") } })
         try writer.write { db in try db.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)") }
         try writer.checkpointInBackground(every: .milliseconds(2), restartAfterFrames: 32)
-        // Four submitters that keep the queue full: the writer never pauses between groups.
+        // Four submitters that keep the queue busy, so groups follow one another with no pause.
         let rows = 1500
         let done = DispatchGroup()
         DispatchQueue.concurrentPerform(iterations: 4) { submitter in

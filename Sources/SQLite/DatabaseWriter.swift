@@ -67,7 +67,8 @@ package final class DatabaseWriter: Sendable {
         var finished = false
         var checkpointInterval: Duration?
         /// Set by the checkpoint thread: restart the log before the next group (see
-        /// ``checkpointInBackground(every:restartAfterFrames:)``).
+        /// ``checkpointInBackground(every:restartAfterFrames:)``). Cleared once the restart ran;
+        /// until then the checkpoint thread runs no checkpoint of its own to collide with it.
         var restartLogRequested = false
         var writerThread: pthread_t?
         var checkpointer: Checkpointer?
@@ -78,7 +79,6 @@ package final class DatabaseWriter: Sendable {
     private let path: String
     private let options: Database.Options
     private let onError: DatabaseErrorHandler?
-    private let onLogRestart: (@Sendable (Duration) -> Void)?
     /// The savepoint each job runs in, its statements made once.
     private static let jobSavepoint = Savepoint("job")
 
@@ -139,7 +139,6 @@ package final class DatabaseWriter: Sendable {
         self.path = path
         self.options = options
         self.onError = onError
-        self.onLogRestart = onLogRestart
         let commitsCounter = Commits()
         self.commits = commitsCounter
         let database = try Database(path: path, options: options)
@@ -293,6 +292,7 @@ package final class DatabaseWriter: Sendable {
                 shared.withLock { $0.restartLogRequested = true }
                 shared.broadcast()
             },
+            restartPending: { shared.withLock { $0.restartLogRequested } },
             onError: onError)
         let started = shared.withLock { state -> Bool in
             guard state.checkpointer == nil, !state.closing else { return false }
@@ -398,7 +398,6 @@ package final class DatabaseWriter: Sendable {
                 let (batch, closing, interval, restartLog) = shared.withLock(
                     waitingUntil: { !$0.queue.isEmpty || $0.closing || $0.restartLogRequested }
                 ) { state in
-                    defer { state.restartLogRequested = false }
                     let batch: [Job]
                     if state.queue.count <= maxBatch {
                         batch = state.queue
@@ -409,7 +408,10 @@ package final class DatabaseWriter: Sendable {
                     }
                     return (batch, state.closing, state.checkpointInterval, state.restartLogRequested)
                 }
-                if restartLog { restartLogBetweenGroups() }
+                if restartLog {
+                    restartLogBetweenGroups()
+                    shared.withLock { $0.restartLogRequested = false }
+                }
                 if interval != nil && !autoCheckpointDisabled {
                     autoCheckpointDisabled = true
                     maintain("PRAGMA wal_autocheckpoint") { try database.execute("PRAGMA wal_autocheckpoint = 0") }
@@ -583,17 +585,21 @@ private final class Checkpointer: Sendable {
     private let commits: Commits
     /// Asks the writer thread to restart the log between two groups.
     private let requestRestart: @Sendable () -> Void
+    /// Whether the writer has yet to run the restart asked for.
+    private let restartPending: @Sendable () -> Bool
     private let onError: DatabaseErrorHandler?
 
     init(
         database: Database, every: Duration, restartAfterFrames: Int, commits: Commits,
-        requestRestart: @escaping @Sendable () -> Void, onError: DatabaseErrorHandler?
+        requestRestart: @escaping @Sendable () -> Void, restartPending: @escaping @Sendable () -> Bool,
+        onError: DatabaseErrorHandler?
     ) {
         self.database = UnsafeTransfer(value: database)
         self.every = every
         self.restartAfterFrames = restartAfterFrames
         self.commits = commits
         self.requestRestart = requestRestart
+        self.restartPending = restartPending
         self.onError = onError
     }
 
@@ -612,6 +618,9 @@ private final class Checkpointer: Sendable {
         var checkpointedAt: UInt64 = 0
         var truncatedAt: UInt64 = 0
         while !state.withLock(waitingUntil: { $0.stopping }, timeout: every, { $0.stopping }) {
+            // The writer's restart copies the log itself; a checkpoint here would only make one
+            // of the two wait for the other (and the restart blocks writes while it waits).
+            if restartPending() { continue }
             let committed = commits.count.load(ordering: .relaxed)
             // An error (SQLITE_BUSY while a reader or writer holds the log…) is tried again next
             // round, and reported: a checkpoint that keeps failing is a WAL that keeps growing.

@@ -129,6 +129,10 @@ package protocol WebhookReadContext {
     func webhookWanted(tenantID: String, type: String) throws -> Bool
     /// Pending attempts, due or not: the outbox backlog.
     func pendingWebhookDeliveryCount() throws -> Int
+    /// Whether an attempt may be due at `now`: what the worker reads before it claims, so an idle
+    /// server's polls write (and sync) nothing. True may still claim nothing (attempts leased, or of
+    /// an endpoint disabled since); false means a claim would find nothing.
+    func webhookDeliveryMayBeDue(now: Timestamp) throws -> Bool
     /// Keys of the subscribers holding the device id or the token in this tenant.
     func pushSubscriptionHolders(tenantID: String, deviceID: String, token: String) throws -> [Int64]
 }

@@ -97,6 +97,12 @@ extension PostgresContext {
         Int(try db.queryOne("SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'")?.int(0) ?? 0)
     }
 
+    func webhookDeliveryMayBeDue(now: Timestamp) throws -> Bool {
+        try db.queryOne(
+            "SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= $1)",
+            [now.millis])?.bool(0) ?? false
+    }
+
     func pushSubscriptionHolders(tenantID: String, deviceID: String, token: String) throws -> [Int64] {
         try db.query(
             """

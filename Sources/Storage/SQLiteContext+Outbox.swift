@@ -205,6 +205,16 @@ extension SQLiteContext {
 
     // MARK: The worker
 
+    func webhookDeliveryMayBeDue(now: Timestamp) throws -> Bool {
+        // A retry due on the partial index, or any first attempt: an outbox row lives until every
+        // event it holds is recorded.
+        try db.queryOne(
+            """
+            SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ?)
+                OR EXISTS (SELECT 1 FROM webhook_outbox)
+            """, [now.millis])?.int(0) == 1
+    }
+
     func claimDueWebhookDeliveries(now: Timestamp, limit: Int, leaseUntil: Timestamp) throws
         -> [DueWebhookDelivery]
     {

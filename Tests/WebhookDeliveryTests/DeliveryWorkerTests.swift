@@ -33,6 +33,34 @@ private final class ScriptedTransport: DeliveryTransport {
     }
 }
 
+/// A store that counts the write jobs handed to it, and passes everything on.
+private final class WriteCountingStore: IdentityStore {
+    let base: any IdentityStore
+    let writes = Atomic<Int>(0)
+
+    init(_ base: any IdentityStore) { self.base = base }
+
+    func read<T>(_ body: (any IdentityReadContext) throws -> T) throws -> T { try base.read(body) }
+
+    func snapshot(tenantID: String, id: String) throws -> SubscriberSnapshot? {
+        try base.snapshot(tenantID: tenantID, id: id)
+    }
+
+    func snapshot(
+        tenantID: String, id: String, completion: @escaping @Sendable (Result<SubscriberSnapshot?, any Error>) -> Void
+    ) {
+        base.snapshot(tenantID: tenantID, id: id, completion: completion)
+    }
+
+    func write<T: Sendable>(
+        _ body: @escaping @Sendable (any IdentityWriteContext) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        writes.add(1, ordering: .relaxed)
+        base.write(body, completion: completion)
+    }
+}
+
 /// The worker against the real store (SQLite, and PostgreSQL when a test server is set) with a
 /// manual clock: the schedule, giving up, 410, the lease.
 @Suite struct DeliveryWorkerTests {
@@ -47,9 +75,10 @@ private final class ScriptedTransport: DeliveryTransport {
         return (app, tenant, try #require(id))
     }
 
-    private func worker(_ app: InProcessApp, _ transport: ScriptedTransport, schedule: [Int], batchSize: Int = 32)
-        -> DeliveryWorker
-    {
+    private func worker(
+        _ app: InProcessApp, _ transport: ScriptedTransport, schedule: [Int], batchSize: Int = 32,
+        store: (any IdentityStore)? = nil
+    ) -> DeliveryWorker {
         var configuration = DeliveryWorker.Configuration()
         configuration.retryScheduleSeconds = schedule
         configuration.batchSize = batchSize
@@ -57,7 +86,7 @@ private final class ScriptedTransport: DeliveryTransport {
         configuration.destinations = DestinationPolicy(allowPrivateNetworks: true)
         let clock = app.clock
         return DeliveryWorker(
-            store: app.store, transport: transport, configuration: configuration, now: { clock.now() })
+            store: store ?? app.store, transport: transport, configuration: configuration, now: { clock.now() })
     }
 
     private func deliveries(_ app: InProcessApp, _ tenant: TestTenant, _ id: String) throws -> [[String: Any]] {
@@ -133,6 +162,27 @@ private final class ScriptedTransport: DeliveryTransport {
             #expect(Set(copies.map(\.body)).count == 1)
         }
         #expect(try deliveries(app, tenant, first).count == 2)
+    }
+
+    /// The worker polls every 200 ms; a poll with nothing due must not be a write job (on SQLite
+    /// each ends in a sync of the log). Only a poll that finds something writes: claim, record.
+    @Test(arguments: StoreKind.available) func aPollWithNothingDueWritesNothing(_ store: StoreKind) throws {
+        let (app, tenant, _) = try setUp(store)
+        defer { app.close() }
+        let counting = WriteCountingStore(app.store)
+        let worker = worker(app, ScriptedTransport([.success(500)]), schedule: [10], store: counting)
+        #expect(worker.runOnce() == 0)
+        #expect(counting.writes.load(ordering: .relaxed) == 0, "an empty outbox is read, not claimed")
+
+        #expect(try app.send("PUT", "/v1/subscribers/polled", json: [:], headers: tenant.backend).status == 201)
+        #expect(worker.runOnce() == 1)
+        #expect(counting.writes.load(ordering: .relaxed) == 2, "a claim and the batch's record")
+        #expect(worker.runOnce() == 0, "the retry is not due for 9 s or more")
+        #expect(counting.writes.load(ordering: .relaxed) == 2)
+
+        app.clock.advance(byMillis: 11_100)
+        #expect(worker.runOnce() == 1)
+        #expect(counting.writes.load(ordering: .relaxed) == 4)
     }
 
     @Test(arguments: StoreKind.available) func a410DisablesTheEndpointAndFailsWhatIsPending(_ store: StoreKind) throws {

@@ -1,7 +1,8 @@
--- GET /v1/subscribers/{id} for seeded people user_000000 … (PEOPLE-1). Args: PEOPLE SECRET_KEY.
+-- GET /v1/subscribers/{id} for seeded people user_000000 … (PEOPLE-1). Args: PEOPLE SECRET_KEY [walk].
 -- Every request string is built once, in init: per request wrk only picks one at random, so the
 -- load generator (on the same two cores as the server) spends about what it does for /healthz
--- instead of formatting a request in Lua each time.
+-- instead of formatting a request in Lua each time. With `walk`, each thread asks for every
+-- person in turn instead: a warm-up that leaves nobody out of the snapshot cache.
 function init(args)
   local people = tonumber(args[1])
   local headers = { ["Authorization"] = "Bearer " .. args[2] }
@@ -11,7 +12,13 @@ function init(args)
     requests[i + 1] = wrk.format("GET", string.format("/v1/subscribers/user_%06d", i), headers)
   end
   count = people
+  walking = args[3] == "walk"
+  walked = 0
 end
 function request()
+  if walking then
+    walked = walked % count + 1
+    return requests[walked]
+  end
   return requests[math.random(1, count)]
 end

@@ -54,6 +54,11 @@ package final class HTTPServer: Sendable {
     private let running = PThreadLock<Running?>(nil)
     private let stopped = Atomic<Bool>(false)
 
+    /// The kernel ids of the event-loop threads (0 for one not yet running); empty when stopped.
+    package var loopKernelThreadIDs: [Int32] {
+        running.withLock { $0?.loops.map(\.kernelThreadID) ?? [] }
+    }
+
     /// Creates a server; nothing is bound until `start()`.
     package init(configuration: Configuration, responder: any Responder) {
         self.configuration = configuration

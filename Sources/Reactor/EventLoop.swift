@@ -42,6 +42,7 @@ package final class EventLoop: @unchecked Sendable {
     private let tasks = PThreadLock<[@Sendable () -> Void]>([])
     private let wakeupPending = Atomic<Bool>(false)
     private let threadID = Atomic<UInt>(0)
+    private let kernelThreadIDValue = Atomic<Int32>(0)
     private let finished = Atomic<Bool>(false)
     private var thread: NamedThread?
 
@@ -64,6 +65,10 @@ package final class EventLoop: @unchecked Sendable {
         close(wakeFD)
         close(epollFD)
     }
+
+    /// The loop thread's kernel id (`/proc/self/task/<id>`), 0 until it runs: how a test finds
+    /// this loop's CPU time among the threads of other servers in the same process.
+    package var kernelThreadID: Int32 { kernelThreadIDValue.load(ordering: .acquiring) }
 
     /// True when called on this loop's thread.
     package var inEventLoop: Bool {
@@ -157,6 +162,7 @@ package final class EventLoop: @unchecked Sendable {
 
     private func run() {
         threadID.store(UInt(pthread_self()), ordering: .releasing)
+        kernelThreadIDValue.store(NamedThread.currentKernelID, ordering: .releasing)
         let capacity: Int32 = 256
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: Int(capacity))
         defer { events.deallocate() }

@@ -65,6 +65,17 @@ package struct NamedThread: Sendable {
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// The calling thread's kernel id (its directory under `/proc/self/task`), 0 if unknown.
+    /// Read from the `/proc/thread-self` link: Glibc's module does not export `gettid`.
+    package static var currentKernelID: Int32 {
+        var buffer = [CChar](repeating: 0, count: 64)
+        let n = readlink("/proc/thread-self", &buffer, buffer.count - 1)
+        guard n > 0 else { return 0 }
+        // "<pid>/task/<tid>"
+        let link = String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return link.split(separator: "/").last.flatMap { Int32($0) } ?? 0
+    }
+
     private static func create(name: String, _ body: @escaping @Sendable () -> Void) -> pthread_t {
         let context = Unmanaged.passRetained(Context(name: name, body: body)).toOpaque()
         var thread = pthread_t()

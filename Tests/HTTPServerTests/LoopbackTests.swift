@@ -37,9 +37,8 @@ import Threads
     }
 
     @Test func bytesSentWhileARequestIsInFlightWaitAndDoNotSpinTheLoop() throws {
-        let before = loopThreads()
         let test = try TestServer()
-        let loops = loopThreads().subtracting(before)
+        let loops = try loopThreads(of: test.server)
         #expect(loops.count == 2)
         let client = try test.client()
         client.send("GET /async HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -37,6 +37,8 @@ package struct IdempotencyRecord: Sendable, Equatable {
 /// Reading kept answers.
 package protocol IdempotencyReadContext {
     func idempotencyRecord(scope: String, key: String) throws -> IdempotencyRecord?
+    /// Whether any record was created before `cutoff`: the purge reads this before it writes.
+    func idempotencyRecordsExist(createdBefore cutoff: Timestamp) throws -> Bool
 }
 
 /// Keeping answers, inside the write transaction of the request's effect.

@@ -133,6 +133,10 @@ package protocol WebhookReadContext {
     /// server's polls write (and sync) nothing. True may still claim nothing (attempts leased, or of
     /// an endpoint disabled since); false means a claim would find nothing.
     func webhookDeliveryMayBeDue(now: Timestamp) throws -> Bool
+    /// Whether a disabled endpoint has an attempt still pending: what the worker's upkeep reads
+    /// before ``IdentityWriteContext/failPendingOfDisabledEndpoints()``, which most minutes
+    /// has nothing to do.
+    func disabledEndpointsHavePending() throws -> Bool
     /// Keys of the subscribers holding the device id or the token in this tenant.
     func pushSubscriptionHolders(tenantID: String, deviceID: String, token: String) throws -> [Int64]
 }

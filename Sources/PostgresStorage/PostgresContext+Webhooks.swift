@@ -30,6 +30,12 @@ extension PostgresContext {
             [r.scope, r.key, r.method, r.path, r.bodySHA256, r.status, r.contentType, r.response, r.createdAt.millis])
     }
 
+    func idempotencyRecordsExist(createdBefore cutoff: Timestamp) throws -> Bool {
+        try db.queryOne(
+            "SELECT EXISTS (SELECT 1 FROM idempotency_records WHERE created_at < $1)", [cutoff.millis])?.bool(0)
+            ?? false
+    }
+
     func purgeIdempotencyRecords(createdBefore cutoff: Timestamp, limit: Int) throws -> Int {
         try db.execute(
             """
@@ -138,6 +144,15 @@ extension PostgresContext {
             UPDATE webhook_deliveries SET status = 'failed', error = 'endpoint disabled', next_attempt_at = NULL
             WHERE endpoint_key = $1 AND status = 'pending'
             """, [key])
+    }
+
+    func disabledEndpointsHavePending() throws -> Bool {
+        try db.queryOne(
+            """
+            SELECT EXISTS (
+                SELECT 1 FROM webhook_deliveries AS d JOIN webhook_endpoints AS w ON w.key = d.endpoint_key
+                WHERE d.status = 'pending' AND NOT w.enabled)
+            """)?.bool(0) ?? false
     }
 
     func failPendingOfDisabledEndpoints() throws -> Int {

@@ -47,6 +47,11 @@ extension SQLiteContext {
             [r.scope, r.key, r.method, r.path, r.bodySHA256, r.status, r.contentType, r.response, r.createdAt.millis])
     }
 
+    func idempotencyRecordsExist(createdBefore cutoff: Timestamp) throws -> Bool {
+        try db.queryOne(
+            "SELECT EXISTS (SELECT 1 FROM idempotency_records WHERE created_at < ?)", [cutoff.millis])?.int(0) == 1
+    }
+
     func purgeIdempotencyRecords(createdBefore cutoff: Timestamp, limit: Int) throws -> Int {
         try db.execute(
             """
@@ -146,6 +151,20 @@ extension SQLiteContext {
         try db.execute("DELETE FROM webhook_outbox WHERE endpoint_key = ?", [key])
         try db.execute("DELETE FROM webhook_endpoints WHERE key = ?", [key])
         webhookFilters?.endpointsChanged()
+    }
+
+    func disabledEndpointsHavePending() throws -> Bool {
+        // From the pending side (the partial due index): few rows, where a disabled endpoint's
+        // history may be long. Waiting outbox events count as pending too.
+        try db.queryOne(
+            """
+            SELECT EXISTS (
+                    SELECT 1 FROM webhook_deliveries AS d JOIN webhook_endpoints AS w ON w.key = d.endpoint_key
+                    WHERE d.status = 'pending' AND w.enabled = 0)
+                OR EXISTS (
+                    SELECT 1 FROM webhook_outbox AS o JOIN webhook_endpoints AS w ON w.key = o.endpoint_key
+                    WHERE w.enabled = 0)
+            """)?.int(0) == 1
     }
 
     func failPendingOfDisabledEndpoints() throws -> Int {

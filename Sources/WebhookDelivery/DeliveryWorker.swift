@@ -188,9 +188,13 @@ package final class DeliveryWorker: Sendable {
     /// The worker's periodic upkeep (every `purgeInterval`): expired idempotency records go, and
     /// attempts left pending on a disabled endpoint are failed (see
     /// ``IdentityWriteContext/failPendingOfDisabledEndpoints()``).
+    /// Each step reads whether it has work before it writes, as the polls do: most minutes
+    /// neither has any, and an idle server then writes nothing at all.
     package func runMaintenance() {
         purgeIdempotencyRecords()
-        _ = blockingWrite { ctx in _ = try ctx.failPendingOfDisabledEndpoints() }
+        if (try? store.read { try $0.disabledEndpointsHavePending() }) ?? true {
+            _ = blockingWrite { ctx in _ = try ctx.failPendingOfDisabledEndpoints() }
+        }
     }
 
     private func purgeIdempotencyRecords() {
@@ -198,6 +202,7 @@ package final class DeliveryWorker: Sendable {
         let batch = configuration.purgeBatch
         var more = true
         while more && !stopping.load(ordering: .relaxed) {
+            guard (try? store.read { try $0.idempotencyRecordsExist(createdBefore: cutoff) }) ?? true else { return }
             let purged = Mutex(0)
             guard
                 blockingWrite({ ctx in

@@ -185,6 +185,27 @@ private final class WriteCountingStore: IdentityStore {
         #expect(counting.writes.load(ordering: .relaxed) == 4)
     }
 
+    /// The upkeep every minute reads before each of its writes too: with nothing expired and
+    /// nothing pending on a disabled endpoint it writes nothing; an expired record still goes.
+    @Test(arguments: StoreKind.available) func anUpkeepWithNothingToDoWritesNothing(_ store: StoreKind) throws {
+        let (app, tenant, _) = try setUp(store)
+        defer { app.close() }
+        let counting = WriteCountingStore(app.store)
+        let worker = worker(app, ScriptedTransport([]), schedule: [10], store: counting)
+        var headers = tenant.backend
+        headers["Idempotency-Key"] = "upkeep-1"
+        #expect(try app.send("PUT", "/v1/subscribers/kept", json: [:], headers: headers).status == 201)
+
+        worker.runMaintenance()
+        #expect(counting.writes.load(ordering: .relaxed) == 0, "a fresh record and no endpoint disabled")
+
+        app.clock.advance(byMillis: 26 * 3_600_000)  // past the 25 h the records are kept
+        worker.runMaintenance()
+        #expect(counting.writes.load(ordering: .relaxed) == 1, "the expired record's purge, and only that")
+        let now = app.clock.now()
+        #expect(try app.store.read { try $0.idempotencyRecordsExist(createdBefore: now) } == false)
+    }
+
     @Test(arguments: StoreKind.available) func a410DisablesTheEndpointAndFailsWhatIsPending(_ store: StoreKind) throws {
         let (app, tenant, id) = try setUp(store)
         defer { app.close() }

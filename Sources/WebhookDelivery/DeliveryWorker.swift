@@ -188,6 +188,7 @@ package final class DeliveryWorker: Sendable {
     /// The worker's periodic upkeep (every `purgeInterval`): expired idempotency records go, and
     /// attempts left pending on a disabled endpoint are failed (see
     /// ``IdentityWriteContext/failPendingOfDisabledEndpoints()``).
+    ///
     /// Each step reads whether it has work before it writes, as the polls do: most minutes
     /// neither has any, and an idle server then writes nothing at all.
     package func runMaintenance() {

@@ -95,10 +95,7 @@ package final class DeliveryWorker: Sendable {
     package func runOnce() -> Int {
         let at = now()
         let (limit, lease) = (configuration.batchSize, Timestamp(millis: at.millis + leaseMillis))
-        // A look before the claim: the claim is a write job, and on SQLite each write group ends
-        // in a sync, so polling with claims kept an idle server's disk syncing five times a second.
-        // A failed look claims anyway.
-        guard (try? store.read { try $0.webhookDeliveryMayBeDue(now: at) }) ?? true else { return 0 }
+        guard hasWork({ try $0.webhookDeliveryMayBeDue(now: at) }) else { return 0 }
         guard
             let due = blockingWrite({ ctx in
                 try ctx.claimDueWebhookDeliveries(now: at, limit: limit, leaseUntil: lease)
@@ -189,11 +186,11 @@ package final class DeliveryWorker: Sendable {
     /// attempts left pending on a disabled endpoint are failed (see
     /// ``IdentityWriteContext/failPendingOfDisabledEndpoints()``).
     ///
-    /// Each step reads whether it has work before it writes, as the polls do: most minutes
+    /// Each step looks for work before it writes (`hasWork`), as the polls do: most minutes
     /// neither has any, and an idle server then writes nothing at all.
     package func runMaintenance() {
         purgeIdempotencyRecords()
-        if (try? store.read { try $0.disabledEndpointsHavePending() }) ?? true {
+        if hasWork({ try $0.disabledEndpointsHavePending() }) {
             _ = blockingWrite { ctx in _ = try ctx.failPendingOfDisabledEndpoints() }
         }
     }
@@ -203,7 +200,7 @@ package final class DeliveryWorker: Sendable {
         let batch = configuration.purgeBatch
         var more = true
         while more && !stopping.load(ordering: .relaxed) {
-            guard (try? store.read { try $0.idempotencyRecordsExist(createdBefore: cutoff) }) ?? true else { return }
+            guard hasWork({ try $0.idempotencyRecordsExist(createdBefore: cutoff) }) else { return }
             let purged = Mutex(0)
             guard
                 blockingWrite({ ctx in
@@ -219,6 +216,14 @@ package final class DeliveryWorker: Sendable {
     /// short enough that a dead worker's claims come back soon. A batch of slow receivers may
     /// outlast it and an attempt then goes out twice, which at-least-once delivery allows.
     private var leaseMillis: Int64 { configuration.timeout.milliseconds + 15_000 }
+
+    /// The look the worker takes before each of its writes. Every write is a job for the writer,
+    /// and on SQLite each write group ends in a sync of the log: polling with writes kept an
+    /// idle server's disk syncing five times a second. A look that fails says yes, so the write
+    /// runs as it did before there were looks.
+    private func hasWork(_ probe: (any IdentityReadContext) throws -> Bool) -> Bool {
+        (try? store.read(probe)) ?? true
+    }
 
     /// Runs `body` as one write job and waits for its commit. False when it failed.
     private func blockingWrite(_ body: @escaping @Sendable (any IdentityWriteContext) throws -> Void) -> Bool {

@@ -333,6 +333,16 @@ package final class Application: Responder {
                 }
             }
         case .snapshot(let tenantID, let id, let then):
+            // A cache hit is answered here, without the store's completion closure.
+            if let cached = store.cachedSnapshot(tenantID: tenantID, id: id) {
+                let response: HTTPResponse
+                do {
+                    response = render(try then(cached), requestID: exchange.requestID)
+                } catch {
+                    response = render(error, requestID: exchange.requestID, route: exchange.routeName)
+                }
+                return finish(exchange, response)
+            }
             store.snapshot(tenantID: tenantID, id: id) { [self] result in
                 do {
                     finish(exchange, render(try then(result.get()), requestID: exchange.requestID))

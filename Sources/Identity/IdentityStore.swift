@@ -12,6 +12,10 @@ package protocol IdentityStore: Sendable {
     /// runs once it is read, on any thread, perhaps this one before the call returns.
     func snapshot(
         tenantID: String, id: String, completion: @escaping @Sendable (Result<SubscriberSnapshot?, any Error>) -> Void)
+    /// The snapshot `id` reaches if the store can answer it now from memory, with no read and
+    /// nothing to verify; nil means ask `snapshot`. Lets a cached GET skip the completion
+    /// closure and its captures (`Application.dispatch`).
+    func cachedSnapshot(tenantID: String, id: String) -> SubscriberSnapshot?
     func write<T: Sendable>(
         _ body: @escaping @Sendable (any IdentityWriteContext) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void)
@@ -28,6 +32,9 @@ extension IdentityStore {
     package func snapshot(tenantID: String, id: String) throws -> SubscriberSnapshot? {
         try readSnapshot(tenantID: tenantID, id: id)
     }
+
+    /// None by default: a store whose cached entries must be checked first (PostgreSQL) says so.
+    package func cachedSnapshot(tenantID: String, id: String) -> SubscriberSnapshot? { nil }
 
     /// Reads on the caller's thread: right for a store whose reads never wait on a server.
     package func snapshot(

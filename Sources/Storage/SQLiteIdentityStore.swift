@@ -156,6 +156,11 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
         return snapshot
     }
 
+    /// A hit of the snapshot cache: coherent with every acknowledged write (see `SnapshotCache`).
+    package func cachedSnapshot(tenantID: String, id: String) -> SubscriberSnapshot? {
+        snapshots?.lookup(tenantID: tenantID, id: id).snapshot
+    }
+
     /// Snapshots held by the cache now (tests, `/metrics`).
     package var cachedSnapshotCount: Int { snapshots?.count ?? 0 }
 

@@ -1,5 +1,4 @@
 import Identity
-import Storage
 import TestSupport
 import Testing
 
@@ -48,15 +47,23 @@ import Testing
         var cachedAtLeastOnce = false
         for (name, method, path, body, headers) in writes {
             for id in ids { _ = try app.send("GET", "/v1/subscribers/\(id)", headers: tenant.backend) }
-            cachedAtLeastOnce = cachedAtLeastOnce || ((app.store as? SQLiteIdentityStore)?.cachedSnapshotCount ?? 0) > 0
+            cachedAtLeastOnce =
+                cachedAtLeastOnce || ids.contains { app.store.cachedSnapshot(tenantID: tenant.id, id: $0) != nil }
             let response = try app.send(method, path, json: body.isEmpty ? nil : body, headers: headers)
             #expect((200..<300).contains(response.status), "\(name): \(response.text)")
             for id in ids {
+                // A GET answers from `cachedSnapshot` when it has a hit (`Application.dispatch`),
+                // otherwise through `snapshot`: both must agree with the database.
+                let hit = app.store.cachedSnapshot(tenantID: tenant.id, id: id)
                 let served = try app.store.snapshot(tenantID: tenant.id, id: id)
                 let stored = try app.store.readSnapshot(tenantID: tenant.id, id: id)
                 #expect(
                     Self.same(served, stored),
                     "after \(name), \(id): cache \(String(describing: served?.record)) vs database \(String(describing: stored?.record))"
+                )
+                #expect(
+                    hit == nil || Self.same(hit, stored),
+                    "after \(name), \(id): hit \(String(describing: hit?.record)) vs database \(String(describing: stored?.record))"
                 )
             }
         }

@@ -166,6 +166,9 @@ import Testing
         let two = try db.cachedStatement("SELECT 2")
         #expect(one !== two)
         #expect(try db.cachedStatement(String("SELECT 2".reversed().reversed())) === two)
+        // Short texts of one length share a front slot: taking turns must still find each its own.
+        #expect(try db.cachedStatement("SELECT 1") === one)
+        #expect(try db.cachedStatement("SELECT 2") === two)
         #expect(try db.cachedStatement("SELECT a FROM t WHERE a = ?1") === literal)
         #expect(db.openStatementCount == baseline + 4)
     }

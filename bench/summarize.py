@@ -76,6 +76,15 @@ ratio_row("GET /v1/subscribers/{id}, 64 conns vs our /healthz", get, health_besi
           note=f"p99 {fmt(med('get_c64', 'buzzkit', 1))} ms; server CPU {fmt(med('get_c64_cpu', 'buzzkit'))} µs/request; SQLite alone does {fmt(med('ceiling_get_subscriber', 'sqlite'))}/s of the same reads on 1 thread"
           + (pairs_note("get_c64", beside) if beside == "healthz_beside_get" else ""))
 
+# The same GETs against /healthz sent like them (lua/healthz_like_get.lua: the same table of
+# request strings and the same header), so wrk's own cost per request is alike on both sides.
+# Not a goal of its own: it says how much of the gap above is the server's.
+like = med("healthz_like_get", "buzzkit")
+if get is not None and like is not None:
+    add("  … vs our /healthz sent like the GETs (same request table)", fmt(get, " req/s"), fmt(like, " req/s"),
+        f"{get / like:.2f}", "", "", f"/healthz this way: server CPU {fmt(med('healthz_like_get_cpu', 'buzzkit'))} µs/request"
+        + pairs_note("get_c64", "healthz_like_get"))
+
 # The uncached runs' own ceiling runs (run dirs from before they had a name of their own pooled
 # them with the cached GET's), and each run's ratio against its own ceiling run.
 uncached_ceiling = "ceiling_uncached_get_subscriber" if n("ceiling_uncached_get_subscriber", "sqlite") else "ceiling_get_subscriber"

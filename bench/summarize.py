@@ -76,8 +76,8 @@ ratio_row("GET /v1/subscribers/{id}, 64 conns vs our /healthz", get, health_besi
           note=f"p99 {fmt(med('get_c64', 'buzzkit', 1))} ms; server CPU {fmt(med('get_c64_cpu', 'buzzkit'))} µs/request; SQLite alone does {fmt(med('ceiling_get_subscriber', 'sqlite'))}/s of the same reads on 1 thread"
           + (pairs_note("get_c64", beside) if beside == "healthz_beside_get" else ""))
 
-# The same GETs against /healthz sent like them (lua/healthz_like_get.lua: the same table of
-# request strings and the same header), so wrk's own cost per request is alike on both sides.
+# The same GETs against /healthz sent like them (lua/get.lua with a /healthz path format: the
+# same table of request strings and the same header), so wrk's own cost per request is alike on both sides.
 # Not a goal of its own: it says how much of the gap above is the server's.
 like = med("healthz_like_get", "buzzkit")
 if get is not None and like is not None:

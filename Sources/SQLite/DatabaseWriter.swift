@@ -14,6 +14,13 @@ package typealias DatabaseErrorHandler = @Sendable (_ operation: String, _ error
 /// error), then one `COMMIT`. Only once the group is on disk are the jobs' completions called,
 /// so a completion that reports success means the data is durable.
 ///
+/// While the completion thread is inside a sync of the log, a group that committed now would
+/// wait for the sync after it anyway; so its transaction stays open and jobs that arrive
+/// meanwhile join it, until that sync ends (or `maxBatch`, a log restart, or `close`). The
+/// group then commits just as the completion thread is free to sync it: fewer, larger groups
+/// (each writes the pages its jobs share once) at no extra wait. An idle completion thread means
+/// an immediate commit, so a lone write is not held.
+///
 /// Durability without holding the writer: asked for `synchronous=FULL` on a WAL database, the
 /// writer's own connection commits with `NORMAL` (the log is written, not synced) and the
 /// completion thread makes the log durable with one `fdatasync` before it completes the groups
@@ -70,6 +77,8 @@ package final class DatabaseWriter: Sendable {
         /// ``checkpointInBackground(every:restartAfterFrames:)``). Cleared once the restart ran;
         /// until then the checkpoint thread runs no checkpoint of its own to collide with it.
         var restartLogRequested = false
+        /// True while the completion thread syncs the log: a group then stays open for more jobs.
+        var logSyncing = false
         var writerThread: pthread_t?
         var checkpointer: Checkpointer?
     }
@@ -155,7 +164,7 @@ package final class DatabaseWriter: Sendable {
         self.deliveries = deliveries
         let logToSync = log
         NamedThread.detach(name: "db-complete") {
-            Self.runCompletions(deliveries, log: logToSync, onSync: onSync, onError: onError)
+            Self.runCompletions(deliveries, writerState: shared, log: logToSync, onSync: onSync, onError: onError)
         }
         // The connection is not Sendable; after this line only the writer thread touches it.
         let transfer = UnsafeTransfer(value: database)
@@ -333,7 +342,7 @@ package final class DatabaseWriter: Sendable {
     /// The completion thread: runs handed-over groups in order until the writer stops it, after
     /// one sync of the log for all the committed groups it took (when the writer does not sync).
     private static func runCompletions(
-        _ deliveries: ConditionLock<Deliveries>, log: LogFile?,
+        _ deliveries: ConditionLock<Deliveries>, writerState: ConditionLock<State>, log: LogFile?,
         onSync: (@Sendable (Duration) -> Void)?, onError: DatabaseErrorHandler?
     ) {
         deliveries.withLock { $0.thread = pthread_self() }
@@ -344,7 +353,11 @@ package final class DatabaseWriter: Sendable {
                 return (state.groups, state.stopping)
             }
             // Every group taken was committed before this sync starts, so it covers them all.
-            if syncError == nil, let log, groups.contains(where: \.committed) {
+            let syncing = syncError == nil && log != nil && groups.contains(where: \.committed)
+            if syncing, let log {
+                // The writer keeps its group open until this sync and its completions are done
+                // (see the type's note).
+                writerState.withLock { $0.logSyncing = true }
                 do {
                     let started = ContinuousClock.now
                     try log.sync()
@@ -357,6 +370,10 @@ package final class DatabaseWriter: Sendable {
             for group in groups {
                 let error = group.committed ? syncError : group.error
                 for complete in group.completions { complete(error) }
+            }
+            if syncing {
+                writerState.withLock { $0.logSyncing = false }
+                writerState.broadcast()
             }
             if stopping && groups.isEmpty { break }
         }
@@ -466,6 +483,26 @@ package final class DatabaseWriter: Sendable {
             deliveries.broadcast()
         }
 
+        /// Jobs for the open group while the completion thread syncs the log: what is queued (up to
+        /// `room`), waiting for some if nothing is; nil once the sync ended (commit now, it will be
+        /// synced at once), or when a log restart or `close` wants the group ended.
+        private func jobsArrivingWhileLogSyncs(room: Int) -> ArraySlice<Job>? {
+            shared.withLock(
+                waitingUntil: { !$0.logSyncing || !$0.queue.isEmpty || $0.closing || $0.restartLogRequested }
+            ) { state -> ArraySlice<Job>? in
+                guard state.logSyncing, !state.closing, !state.restartLogRequested, !state.queue.isEmpty else {
+                    return nil
+                }
+                if state.queue.count <= room {
+                    defer { state.queue = [] }
+                    return state.queue[...]
+                }
+                let taken = Array(state.queue.prefix(room))
+                state.queue.removeFirst(room)
+                return taken[...]
+            }
+        }
+
         /// Runs one group in one transaction.
         /// - Returns: Jobs not attempted because SQLite aborted the transaction, and whether a commit happened.
         private func runGroup(_ jobs: ArraySlice<Job>) -> (rest: ArraySlice<Job>, committed: Bool) {
@@ -477,18 +514,25 @@ package final class DatabaseWriter: Sendable {
             }
             var completions: [@Sendable ((any Error)?) -> Void] = []
             completions.reserveCapacity(jobs.count)
-            for index in jobs.indices {
-                let (complete, error) = jobs[index].run(database)
-                afterJob?(error == nil)
-                completions.append(complete)
-                if !database.isInTransaction {
-                    // SQLite rolled back the whole transaction (https://www.sqlite.org/lang_transaction.html,
-                    // "Response To Errors Within A Transaction"): every job so far lost its work.
-                    let groupError = error ?? SQLiteError.misuse("a job ended the writer's transaction")
-                    afterGroup?()
-                    deliver(completions, failedWith: groupError)
-                    return (jobs[(index + 1)...], false)
+            var batch = jobs
+            while true {
+                for index in batch.indices {
+                    let (complete, error) = batch[index].run(database)
+                    afterJob?(error == nil)
+                    completions.append(complete)
+                    if !database.isInTransaction {
+                        // SQLite rolled back the whole transaction (https://www.sqlite.org/lang_transaction.html,
+                        // "Response To Errors Within A Transaction"): every job so far lost its work.
+                        let groupError = error ?? SQLiteError.misuse("a job ended the writer's transaction")
+                        afterGroup?()
+                        deliver(completions, failedWith: groupError)
+                        return (batch[(index + 1)...], false)
+                    }
                 }
+                guard completions.count < maxBatch,
+                    let more = jobsArrivingWhileLogSyncs(room: maxBatch - completions.count)
+                else { break }
+                batch = more
             }
             var start: UInt64 = 0
             do {
@@ -503,7 +547,7 @@ package final class DatabaseWriter: Sendable {
             }
             let duration = Duration.nanoseconds(Int64(monotonicNanoseconds() - start))
             // Metrics first, so whoever a completion wakes already sees this commit counted.
-            onCommit?(jobs.count, duration)
+            onCommit?(completions.count, duration)
             log?.openOnce()
             afterGroup?()
             deliver(completions, failedWith: nil)

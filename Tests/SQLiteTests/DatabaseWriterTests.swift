@@ -84,6 +84,54 @@ import Threads
         writer.close()
     }
 
+    /// While the completion thread syncs the log (and completes what it synced), a group that
+    /// committed would only wait for the next sync: the writer keeps it open, and jobs arriving
+    /// meanwhile join it. Here the first sync after `A` is held in `onSync`; `B` runs, then `C`
+    /// and `D` arrive and run, and all three commit together once the sync is let go.
+    @Test func jobsArrivingWhileTheLogSyncsJoinTheOpenGroup() throws {
+        let commits = Commits()
+        let armed = Atomic(false)
+        let inSync = DispatchSemaphore(value: 0)
+        let releaseSync = DispatchSemaphore(value: 0)
+        let writer = try DatabaseWriter(
+            path: path, onCommit: commits.callback,
+            onSync: { _ in
+                guard armed.exchange(false, ordering: .relaxed) else { return }
+                inSync.signal()
+                releaseSync.wait()
+            })
+        try writer.write { db in try db.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, v INTEGER NOT NULL UNIQUE)") }
+        let before = commits.sizes.withLock { $0.count }
+        armed.store(true, ordering: .relaxed)
+        let done = DispatchGroup()
+        let ran = DispatchSemaphore(value: 0)
+        func insert(_ value: Int) {
+            done.enter()
+            writer.submit(
+                { db in
+                    try db.execute("INSERT INTO t(v) VALUES (?)", [value])
+                    ran.signal()
+                },
+                completion: { result in
+                    if case .failure(let error) = result { Issue.record("job \(value): \(error)") }
+                    done.leave()
+                })
+        }
+        insert(1)  // A: committed alone, then its sync is held
+        #expect(ran.wait(timeout: .now() + 10) == .success)
+        #expect(inSync.wait(timeout: .now() + 10) == .success)
+        insert(2)  // B: runs, and its group stays open behind the held sync
+        #expect(ran.wait(timeout: .now() + 10) == .success)
+        insert(3)
+        insert(4)
+        #expect(ran.wait(timeout: .now() + 10) == .success)
+        #expect(ran.wait(timeout: .now() + 10) == .success)
+        releaseSync.signal()
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(Array(commits.sizes.withLock { $0 }.dropFirst(before)) == [1, 3])
+        writer.close()
+    }
+
     @Test func failingJobRollsBackOnlyItself() throws {
         let commits = Commits()
         let writer = try makeWriter(commits)

@@ -36,6 +36,9 @@ package final class Database {
         package var journalModeWAL = true
         /// `PRAGMA foreign_keys`.
         package var foreignKeys = true
+        /// Write each commit's log frames with one `pwrite` instead of two per frame (see
+        /// `BatchedLogVFS`): for the one writer connection.
+        package var batchesLogWrites = false
 
         /// The defaults: read-write, 5 s busy timeout, `synchronous=FULL`, WAL, foreign keys on.
         package init() {}
@@ -66,7 +69,8 @@ package final class Database {
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         flags |= options.readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
         var connection: OpaquePointer?
-        let result = sqlite3_open_v2(path, &connection, flags, nil)
+        let vfs = options.batchesLogWrites ? try BatchedLogVFS.name.get() : nil
+        let result = sqlite3_open_v2(path, &connection, flags, vfs)
         guard result == SQLITE_OK, let connection else {
             // sqlite3_open_v2 usually hands back a handle even on failure; it must be closed.
             let error = SQLiteError(connection: connection, resultCode: result)
@@ -154,6 +158,14 @@ package final class Database {
             statement = sqlite3_next_stmt(handle, current)
         }
         return count
+    }
+
+    /// When this connection batches its log's writes (``Options/batchesLogWrites``) and its log
+    /// is open: the `pwrite` calls the log made, and the commits published while some of their
+    /// frames were still gathered (see `BatchedLogVFS`). Nil otherwise. For tests.
+    package var batchedLogStatistics: (writes: Int, publishedWithBytesPending: Int)? {
+        guard let handle else { return nil }
+        return BatchedLogVFS.logStatistics(handle)
     }
 
     /// The open handle, or a `SQLITE_MISUSE` error after ``close()``.

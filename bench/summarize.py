@@ -43,16 +43,26 @@ def ratio_row(figure, ours, ceiling, goal, higher=True, unit=" req/s", cunit=Non
     add(figure, fmt(ours, unit), fmt(ceiling, cunit or unit), f"{r:.2f}", ("≥ " if higher else "≤ ") + f"{goal}", "yes" if met else "**no**", note)
 
 
+def pairs_note(ours, ceiling, ceiling_who="buzzkit"):
+    """Each run's ratio against the ceiling run interleaved with it."""
+    pairs = [o[0] / c[0] for o, c in zip(rows.get((ours, "buzzkit"), []), rows.get((ceiling, ceiling_who), []))]
+    return f"; each run against the one beside it: {' / '.join(f'{p:.2f}' for p in pairs)}" if pairs else ""
+
+
+# The ratio is of the medians; each run's ratio against the nginx run just before it is noted
+# too: the machine's speed drifts between runs by more than the goal's margin.
 for c in (64, 256):
     s = f"healthz_c{c}"
     ratio_row(f"GET /healthz, {c} conns vs nginx", med(s, "buzzkit"), med(s, "nginx"), 1.0,
-              note=f"p99 {fmt(med(s, 'buzzkit', 1))} ms (nginx {fmt(med(s, 'nginx', 1))} ms); errors {errs(s, 'buzzkit')}")
+              note=f"p99 {fmt(med(s, 'buzzkit', 1))} ms (nginx {fmt(med(s, 'nginx', 1))} ms); errors {errs(s, 'buzzkit')}"
+              + pairs_note(s, s, "nginx"))
 
 one, grouped = med("ceiling_identify_1txn", "sqlite"), med("ceiling_identify_group64", "sqlite")
 ours = med("identify_c64", "buzzkit")
 if ours is not None:
     ratio_row("POST /v1/identify rename, 64 conns vs SQLite 64/txn", ours, grouped, 0.8,
-              note=f"errors {errs('identify_c64', 'buzzkit')}; server CPU {fmt(med('identify_c64_cpu', 'buzzkit'))} µs/request")
+              note=f"errors {errs('identify_c64', 'buzzkit')}; server CPU {fmt(med('identify_c64_cpu', 'buzzkit'))} µs/request"
+              + pairs_note("identify_c64", "ceiling_identify_group64", "sqlite"))
     ratio_row("  … SQLite 64/txn vs 1 txn/request (FULL)", grouped, one, 2)
     cpu = med("identify_c64_cpu", "buzzkit")
     if cpu is not None:
@@ -60,12 +70,6 @@ if ours is not None:
     p99 = med("identify_c64", "buzzkit", 1)
     add("  … identify p99 at 64 conns", fmt(p99, " ms"), "", "", "< 10 ms", "yes" if p99 < 10 else "**no**")
     ratio_row("  … ours vs SQLite 1 txn/request", ours, one, 2, note="(for scale)")
-
-
-def pairs_note(ours, ceiling, ceiling_who="buzzkit"):
-    """Each run's ratio against the ceiling run interleaved with it."""
-    pairs = [o[0] / c[0] for o, c in zip(rows.get((ours, "buzzkit"), []), rows.get((ceiling, ceiling_who), []))]
-    return f"; each run against the one beside it: {' / '.join(f'{p:.2f}' for p in pairs)}" if pairs else ""
 
 
 # Our /healthz measured beside each GET run when the run has it (older run dirs: the /healthz

@@ -119,59 +119,37 @@ enum BatchedLogVFS {
             Unmanaged.passUnretained(state).release()
             return flushed != SQLITE_OK ? flushed : closed
         }
-        m.xRead = { file, buffer, amount, offset in
-            let state = BatchedFile.of(file!)
-            return state.afterFlush { $0.xRead(state.real, buffer, amount, offset) }
-        }
+        m.xRead = { file, buffer, amount, offset in BatchedFile.forward(file) { $0.xRead($1, buffer, amount, offset) } }
         m.xWrite = { file, data, amount, offset in BatchedFile.of(file!).write(data!, Int(amount), offset) }
-        m.xTruncate = { file, size in
-            let state = BatchedFile.of(file!)
-            return state.afterFlush { $0.xTruncate(state.real, size) }
-        }
-        m.xSync = { file, flags in
-            let state = BatchedFile.of(file!)
-            return state.afterFlush { $0.xSync(state.real, flags) }
-        }
-        m.xFileSize = { file, size in
-            let state = BatchedFile.of(file!)
-            return state.afterFlush { $0.xFileSize(state.real, size) }
-        }
-        m.xLock = { file, lock in
-            let state = BatchedFile.of(file!)
-            return state.afterFlush { $0.xLock(state.real, lock) }
-        }
-        m.xUnlock = { file, lock in
-            let state = BatchedFile.of(file!)
-            return state.afterFlush { $0.xUnlock(state.real, lock) }
-        }
+        m.xTruncate = { file, size in BatchedFile.forward(file) { $0.xTruncate($1, size) } }
+        m.xSync = { file, flags in BatchedFile.forward(file) { $0.xSync($1, flags) } }
+        m.xFileSize = { file, size in BatchedFile.forward(file) { $0.xFileSize($1, size) } }
+        m.xLock = { file, lock in BatchedFile.forward(file) { $0.xLock($1, lock) } }
+        m.xUnlock = { file, lock in BatchedFile.forward(file) { $0.xUnlock($1, lock) } }
+        m.xFileControl = { file, op, argument in BatchedFile.forward(file) { $0.xFileControl($1, op, argument) } }
+        // Questions about the file, not its contents: nothing to write out first.
         m.xCheckReservedLock = { file, out in
-            let state = BatchedFile.of(file!)
-            return state.real.pointee.pMethods.pointee.xCheckReservedLock(state.real, out)
-        }
-        m.xFileControl = { file, op, argument in
-            let state = BatchedFile.of(file!)
-            return state.afterFlush { $0.xFileControl(state.real, op, argument) }
+            let real = BatchedFile.of(file!).real
+            return real.pointee.pMethods.pointee.xCheckReservedLock(real, out)
         }
         m.xSectorSize = { file in
-            let state = BatchedFile.of(file!)
-            return state.real.pointee.pMethods.pointee.xSectorSize(state.real)
+            let real = BatchedFile.of(file!).real
+            return real.pointee.pMethods.pointee.xSectorSize(real)
         }
         m.xDeviceCharacteristics = { file in
-            let state = BatchedFile.of(file!)
-            return state.real.pointee.pMethods.pointee.xDeviceCharacteristics(state.real)
+            let real = BatchedFile.of(file!).real
+            return real.pointee.pMethods.pointee.xDeviceCharacteristics(real)
         }
+        // The shared-memory and memory-map methods exist from version 2 and 3 of a file's
+        // methods on: a file whose own methods lack one answers as SQLite does without it.
         m.xShmMap = { file, region, size, extend, out in
-            let state = BatchedFile.of(file!)
-            return state.afterFlush { methods in
-                guard let map = methods.xShmMap else { return SQLITE_IOERR }
-                return map(state.real, region, size, extend, out)
+            BatchedFile.forward(file) { methods, real in
+                methods.xShmMap.map { $0(real, region, size, extend, out) } ?? SQLITE_IOERR
             }
         }
         m.xShmLock = { file, offset, count, flags in
-            let state = BatchedFile.of(file!)
-            return state.afterFlush { methods in
-                guard let lock = methods.xShmLock else { return SQLITE_IOERR }
-                return lock(state.real, offset, count, flags)
+            BatchedFile.forward(file) { methods, real in
+                methods.xShmLock.map { $0(real, offset, count, flags) } ?? SQLITE_IOERR
             }
         }
         m.xShmBarrier = { file in
@@ -182,27 +160,20 @@ enum BatchedLogVFS {
             state.real.pointee.pMethods.pointee.xShmBarrier?(state.real)
         }
         m.xShmUnmap = { file, delete in
-            let state = BatchedFile.of(file!)
-            return state.afterFlush { methods in
-                guard let unmap = methods.xShmUnmap else { return SQLITE_OK }
-                return unmap(state.real, delete)
-            }
+            BatchedFile.forward(file) { methods, real in methods.xShmUnmap.map { $0(real, delete) } ?? SQLITE_OK }
         }
         m.xFetch = { file, offset, amount, out in
-            let state = BatchedFile.of(file!)
-            return state.afterFlush { methods in
+            BatchedFile.forward(file) { methods, real in
                 guard let fetch = methods.xFetch else {
                     out?.pointee = nil
                     return SQLITE_OK
                 }
-                return fetch(state.real, offset, amount, out)
+                return fetch(real, offset, amount, out)
             }
         }
         m.xUnfetch = { file, offset, pointer in
-            let state = BatchedFile.of(file!)
-            return state.afterFlush { methods in
-                guard let unfetch = methods.xUnfetch else { return SQLITE_OK }
-                return unfetch(state.real, offset, pointer)
+            BatchedFile.forward(file) { methods, real in
+                methods.xUnfetch.map { $0(real, offset, pointer) } ?? SQLITE_OK
             }
         }
         let pointer = UnsafeMutablePointer<sqlite3_io_methods>.allocate(capacity: 1)
@@ -258,11 +229,16 @@ private final class BatchedFile {
 
     private var isBatchedLog: Bool { database != nil }
 
-    /// Forwards a call to the default file after writing out the log it may read or publish.
-    func afterFlush(_ call: (sqlite3_io_methods) -> Int32) -> Int32 {
-        let flushed = flushLog()
+    /// Forwards a call to the default file (its methods, the file) after writing out the log
+    /// it may read or publish.
+    static func forward(
+        _ file: UnsafeMutablePointer<sqlite3_file>?,
+        _ call: (sqlite3_io_methods, UnsafeMutablePointer<sqlite3_file>) -> Int32
+    ) -> Int32 {
+        let state = of(file!)
+        let flushed = state.flushLog()
         guard flushed == SQLITE_OK else { return flushed }
-        return call(real.pointee.pMethods.pointee)
+        return call(state.real.pointee.pMethods.pointee, state.real)
     }
 
     /// Writes out the gathered log: this file's, or its log's for a database file.
@@ -315,7 +291,10 @@ private final class BatchedFile {
         amount == 24 && data.loadUnaligned(fromByteOffset: 4, as: UInt32.self) != 0
     }
 
+    /// Writes the gathered bytes. Once a write-out failed where no caller could be told, every
+    /// later call on the log fails with that error: what reached the file is no longer known.
     private func flush() -> Int32 {
+        if deferredError != SQLITE_OK { return deferredError }
         guard pendingCount > 0, let pending else { return SQLITE_OK }
         let count = pendingCount
         pendingCount = 0

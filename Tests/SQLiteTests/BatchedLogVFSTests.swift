@@ -63,6 +63,39 @@ import Testing
         #expect(try reader.queryOne("PRAGMA integrity_check")?.string(0) == "ok")
     }
 
+    @Test func framesSpilledBeforeACommitOrARollbackLandWhereSQLiteWroteThem() throws {
+        let writer = try open(batched: true)
+        try writer.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
+        try insertRows(writer, from: 0)
+        // A page cache of 10 pages makes the big transaction spill frames to the log before its
+        // commit; the rollback leaves them there, past the last commit, and the next commit
+        // writes its own frames over them from the same offset.
+        try writer.execute("PRAGMA cache_size = 10")
+        try writer.execute("BEGIN IMMEDIATE")
+        for i in 1000..<1600 {
+            try writer.execute("INSERT INTO t(id, body) VALUES (?, ?)", [i, String(repeating: "z", count: 1000)])
+        }
+        try writer.execute("ROLLBACK")
+        try insertRows(writer, from: 100)
+        // Spilled pages changed again before the commit: SQLite writes them over their own
+        // earlier frames (an offset before the gathered bytes), then appends the rest.
+        try writer.execute("BEGIN IMMEDIATE")
+        for i in 2000..<2600 {
+            try writer.execute("INSERT INTO t(id, body) VALUES (?, ?)", [i, String(repeating: "w", count: 1000)])
+        }
+        try writer.execute("UPDATE t SET body = 'updated' WHERE id >= 2000 AND id < 2600 AND id % 7 = 0")
+        try writer.execute("COMMIT")
+        let reader = try open(batched: false)
+        #expect(try reader.queryOne("SELECT count(*) FROM t")?.int(0) == 800)
+        #expect(try reader.queryOne("SELECT count(*) FROM t WHERE body GLOB 'z*'")?.int(0) == 0)
+        #expect(try reader.queryOne("SELECT count(*) FROM t WHERE body = 'updated'")?.int(0) == 86)
+        #expect(try reader.queryOne("PRAGMA integrity_check")?.string(0) == "ok")
+        writer.close()
+        // And after the writer's close checkpointed the log into the database file.
+        #expect(try reader.queryOne("SELECT count(*) FROM t")?.int(0) == 800)
+        #expect(try reader.queryOne("PRAGMA integrity_check")?.string(0) == "ok")
+    }
+
     @Test func writesWithoutTheBatchingAreCountedByNoOne() throws {
         let plain = try open(batched: false)
         try plain.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, body TEXT NOT NULL)")

@@ -14,14 +14,23 @@ import Testing
         return try Database(path: directory.file("log.sqlite"), options: options)
     }
 
+    /// Rows of ~1 KiB, each body `fill` repeated, in whatever transaction is open.
+    private func insert(_ db: Database, ids: Range<Int>, fill: Character) throws {
+        for i in ids {
+            try db.execute("INSERT INTO t(id, body) VALUES (?, ?)", [i, String(repeating: fill, count: 1000)])
+        }
+    }
+
     /// 100 rows of ~1 KiB in one commit: ~30 pages (the log's frames fit the buffer's 120 KiB),
     /// two writes each unbatched.
     private func insertRows(_ db: Database, from first: Int) throws {
-        try db.transaction {
-            for i in first..<first + 100 {
-                try db.execute("INSERT INTO t(id, body) VALUES (?, ?)", [i, String(repeating: "x", count: 1000)])
-            }
-        }
+        try db.transaction { try insert(db, ids: first..<first + 100, fill: "x") }
+    }
+
+    /// The table holds `rows` rows and the whole file checks out, read through `reader`.
+    private func expectWhole(_ reader: Database, rows: Int64) throws {
+        #expect(try reader.queryOne("SELECT count(*) FROM t")?.int(0) == rows)
+        #expect(try reader.queryOne("PRAGMA integrity_check")?.string(0) == "ok")
     }
 
     @Test func aCommitWritesItsFramesOnceAndAnotherConnectionReadsThemAtOnce() throws {
@@ -49,18 +58,12 @@ import Testing
         try writer.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
         // ~3 MiB in one transaction: the buffer fills and goes out many times before the commit,
         // each write of it under the default VFS's 128 KiB a call.
-        try writer.transaction {
-            for i in 0..<3000 {
-                try writer.execute("INSERT INTO t(id, body) VALUES (?, ?)", [i, String(repeating: "y", count: 1000)])
-            }
-        }
+        try writer.transaction { try insert(writer, ids: 0..<3000, fill: "y") }
         // The log starts again from its beginning after a checkpoint that emptied it.
         _ = try writer.checkpoint(.restart)
         try insertRows(writer, from: 3000)
         writer.close()
-        let reader = try open(batched: false)
-        #expect(try reader.queryOne("SELECT count(*) FROM t")?.int(0) == 3100)
-        #expect(try reader.queryOne("PRAGMA integrity_check")?.string(0) == "ok")
+        try expectWhole(try open(batched: false), rows: 3100)
     }
 
     @Test func framesSpilledBeforeACommitOrARollbackLandWhereSQLiteWroteThem() throws {
@@ -72,28 +75,22 @@ import Testing
         // writes its own frames over them from the same offset.
         try writer.execute("PRAGMA cache_size = 10")
         try writer.execute("BEGIN IMMEDIATE")
-        for i in 1000..<1600 {
-            try writer.execute("INSERT INTO t(id, body) VALUES (?, ?)", [i, String(repeating: "z", count: 1000)])
-        }
+        try insert(writer, ids: 1000..<1600, fill: "z")
         try writer.execute("ROLLBACK")
         try insertRows(writer, from: 100)
         // Spilled pages changed again before the commit: SQLite writes them over their own
         // earlier frames (an offset before the gathered bytes), then appends the rest.
         try writer.execute("BEGIN IMMEDIATE")
-        for i in 2000..<2600 {
-            try writer.execute("INSERT INTO t(id, body) VALUES (?, ?)", [i, String(repeating: "w", count: 1000)])
-        }
+        try insert(writer, ids: 2000..<2600, fill: "w")
         try writer.execute("UPDATE t SET body = 'updated' WHERE id >= 2000 AND id < 2600 AND id % 7 = 0")
         try writer.execute("COMMIT")
         let reader = try open(batched: false)
-        #expect(try reader.queryOne("SELECT count(*) FROM t")?.int(0) == 800)
+        try expectWhole(reader, rows: 800)
         #expect(try reader.queryOne("SELECT count(*) FROM t WHERE body GLOB 'z*'")?.int(0) == 0)
         #expect(try reader.queryOne("SELECT count(*) FROM t WHERE body = 'updated'")?.int(0) == 86)
-        #expect(try reader.queryOne("PRAGMA integrity_check")?.string(0) == "ok")
         writer.close()
         // And after the writer's close checkpointed the log into the database file.
-        #expect(try reader.queryOne("SELECT count(*) FROM t")?.int(0) == 800)
-        #expect(try reader.queryOne("PRAGMA integrity_check")?.string(0) == "ok")
+        try expectWhole(reader, rows: 800)
     }
 
     @Test func writesWithoutTheBatchingAreCountedByNoOne() throws {

@@ -286,12 +286,16 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
 
     /// Keeps at most one timer armed, at or before the machine's deadline. A later deadline does
     /// not re-arm: the early timer fires, sees the deadline moved, and arms again.
+    ///
+    /// A timer holds the connection strongly until it fires or `finalClose` cancels it. A weak
+    /// capture gave every connection a side table, and each retain of it (one per event the
+    /// loop dispatches) then took the runtime's slow path.
     private func syncTimer() {
         guard let deadline = machine.deadline else { return }
         if let armed = armedDeadline, armed <= deadline { return }
         if let timer { context.loop.cancelTimer(timer) }
         armedDeadline = deadline
-        timer = context.loop.scheduleTimer(at: deadline) { [weak self] in self?.timerFired() }
+        timer = context.loop.scheduleTimer(at: deadline) { [self] in timerFired() }
     }
 
     private func timerFired() {
@@ -317,8 +321,8 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
         setInterest(.read)
         if let timer { context.loop.cancelTimer(timer) }
         armedDeadline = nil
-        timer = context.loop.scheduleTimer(at: monotonicNanoseconds() &+ Self.lingerNanoseconds) { [weak self] in
-            self?.timerFired()
+        timer = context.loop.scheduleTimer(at: monotonicNanoseconds() &+ Self.lingerNanoseconds) { [self] in
+            timerFired()
         }
     }
 

@@ -180,8 +180,9 @@ package final class EventLoop: @unchecked Sendable {
             runTasks()
             runTimers()
         }
-        // Drop handlers so their cycles through the loop end with it.
+        // Drop handlers and timers so their cycles through the loop end with it.
         registrations.removeAll()
+        timers = TimerHeap()
     }
 
     private func dispatch(_ event: epoll_event) {

@@ -37,8 +37,10 @@ package struct HTTPResponse: Sendable {
     }
 }
 
-/// The one seam between the server and the application.
-package protocol Responder: Sendable {
+/// The one seam between the server and the application. Class-bound, like the store: every
+/// request calls it through the server's shared reference, and a class existential is copied
+/// with one retain instead of through its value witnesses.
+package protocol Responder: AnyObject, Sendable {
     /// Answers a request. `completion` may be called on any thread, exactly once; calling it
     /// before returning (reads) avoids any thread hop.
     func respond(to request: HTTPRequest, completion: @escaping @Sendable (HTTPResponse) -> Void)

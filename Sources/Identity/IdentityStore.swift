@@ -3,7 +3,10 @@
 ///
 /// Reads run on the caller's thread against a consistent snapshot. Writes are queued to the
 /// store's writer and committed in groups: `completion` runs once the write is durable.
-package protocol IdentityStore: Sendable {
+///
+/// Class-bound: each request copies the store into its context, and a class existential is one
+/// reference to retain, where any other existential is copied through its value witnesses.
+package protocol IdentityStore: AnyObject, Sendable {
     func read<T>(_ body: (any IdentityReadContext) throws -> T) throws -> T
     /// The snapshot of the subscriber `id` (any id it ever had) reaches in this tenant, or nil.
     /// A store may answer from a cache, but never with anything older than the last write it acknowledged.

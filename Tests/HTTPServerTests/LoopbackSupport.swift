@@ -6,7 +6,7 @@ import HTTPServer
 import Testing
 
 /// The application of the loopback tests: echoes, one slow route answered from another thread.
-struct EchoResponder: Responder {
+final class EchoResponder: Responder {
     func respond(to request: HTTPRequest, completion: @escaping @Sendable (HTTPResponse) -> Void) {
         switch request.head.path {
         case "/async":

@@ -61,7 +61,10 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
         self.fd = fd
         self.context = context
         machine = ConnectionStateMachine(limits: context.server.limits, now: monotonicNanoseconds())
+        context.server.connectionObjectCreated()
     }
+
+    deinit { context.server.connectionObjectFreed() }
 
     /// Registers with the loop. Must run on the loop.
     func start() {

@@ -13,6 +13,9 @@ final class ServerShared: Sendable {
     /// Connections still able to carry a request (not lingering): what shutdown waits for.
     let active = Atomic<Int>(0)
     let accepted = Atomic<Int>(0)
+    /// Connection objects alive, closed ones not yet freed included: a timer or task that
+    /// outlives its connection's close shows here (see ``HTTPServer/Metrics/connectionObjects``).
+    let connectionObjects = Atomic<Int>(0)
 
     init(responder: any Responder, limits: ConnectionStateMachine.Limits) {
         self.responder = responder
@@ -20,6 +23,8 @@ final class ServerShared: Sendable {
     }
 
     func connectionFinished() { active.subtract(1, ordering: .relaxed) }
+    func connectionObjectCreated() { connectionObjects.add(1, ordering: .relaxed) }
+    func connectionObjectFreed() { connectionObjects.subtract(1, ordering: .relaxed) }
     func connectionClosed() { open.subtract(1, ordering: .relaxed) }
 }
 
@@ -40,6 +45,9 @@ package final class HTTPServer: Sendable {
         package var openConnections: Int
         /// Connections accepted since start (refused ones included).
         package var totalAccepted: Int
+        /// Connection objects not yet freed. Once every connection closed it returns to zero: the
+        /// loop's timers hold a connection only until it closes.
+        package var connectionObjects: Int
     }
 
     private struct Running {
@@ -69,7 +77,8 @@ package final class HTTPServer: Sendable {
     package var metrics: Metrics {
         Metrics(
             openConnections: shared.open.load(ordering: .relaxed),
-            totalAccepted: shared.accepted.load(ordering: .relaxed))
+            totalAccepted: shared.accepted.load(ordering: .relaxed),
+            connectionObjects: shared.connectionObjects.load(ordering: .relaxed))
     }
 
     /// Binds, starts the event loop threads and begins accepting.

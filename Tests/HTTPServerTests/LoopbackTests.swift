@@ -303,6 +303,38 @@ import Threads
 
 /// Servers with their own configuration: connection limit and shutdown.
 @Suite(.serialized) struct LoopbackLifecycleTests {
+    /// A connection's idle timer holds it strongly (no weak reference, so no side table on the
+    /// hot path); closing must cancel that timer, or every closed connection would stay in memory
+    /// until its idle timeout. Both ways of closing: the client hanging up, and the server
+    /// closing after `Connection: close`.
+    @Test func closedConnectionsAreFreedWithoutWaitingForTheirTimers() throws {
+        // Both timeouts long: the timer armed first (the head's read timeout) must not fire
+        // during the test and free a connection that closing failed to free.
+        let test = try TestServer {
+            $0.headerReadTimeout = .seconds(30)
+            $0.idleTimeout = .seconds(30)
+        }
+        defer { test.stop() }
+        var clients = try (0..<10).map { _ in try test.client() }
+        for client in clients {
+            client.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            _ = try client.readResponse()
+        }
+        #expect(test.server.metrics.connectionObjects == 10)
+        for client in clients[5...] {
+            client.send("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            _ = try client.readResponse()
+            #expect(client.isClosedByPeer())
+        }
+        clients.removeAll()  // each client's deinit closes its socket
+        var objects = test.server.metrics.connectionObjects
+        for _ in 0..<200 where objects != 0 {
+            usleep(10_000)
+            objects = test.server.metrics.connectionObjects
+        }
+        #expect(objects == 0)
+    }
+
     @Test func connectionsBeyondTheLimitGet503() throws {
         let test = try TestServer { $0.maxConnections = 2 }
         defer { test.stop() }

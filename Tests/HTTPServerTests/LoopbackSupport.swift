@@ -46,7 +46,11 @@ final class RawClient: @unchecked Sendable {
             }
         }
         guard rc == 0 else {
-            close(fd)
+            // Not closed here: every stored property is set, so Swift runs `deinit` for this
+            // failed init, and it closes the fd. A second close would close whatever another
+            // test running meanwhile had just been given that number (a likely cause of one
+            // failure seen: `epoll_ctl` ADD answering EEXIST in a server that was starting while
+            // the shutdown test expected a connect to fail).
             throw ClientError.connectFailed(errno)
         }
         var tv = timeval(

@@ -128,18 +128,9 @@ enum BatchedLogVFS {
         m.xUnlock = { file, lock in BatchedFile.forward(file) { $0.xUnlock($1, lock) } }
         m.xFileControl = { file, op, argument in BatchedFile.forward(file) { $0.xFileControl($1, op, argument) } }
         // Questions about the file, not its contents: nothing to write out first.
-        m.xCheckReservedLock = { file, out in
-            let real = BatchedFile.of(file!).real
-            return real.pointee.pMethods.pointee.xCheckReservedLock(real, out)
-        }
-        m.xSectorSize = { file in
-            let real = BatchedFile.of(file!).real
-            return real.pointee.pMethods.pointee.xSectorSize(real)
-        }
-        m.xDeviceCharacteristics = { file in
-            let real = BatchedFile.of(file!).real
-            return real.pointee.pMethods.pointee.xDeviceCharacteristics(real)
-        }
+        m.xCheckReservedLock = { file, out in BatchedFile.ask(file) { $0.xCheckReservedLock($1, out) } }
+        m.xSectorSize = { file in BatchedFile.ask(file) { $0.xSectorSize($1) } }
+        m.xDeviceCharacteristics = { file in BatchedFile.ask(file) { $0.xDeviceCharacteristics($1) } }
         // The shared-memory and memory-map methods exist from version 2 and 3 of a file's
         // methods on: a file whose own methods lack one answers as SQLite does without it.
         m.xShmMap = { file, region, size, extend, out in
@@ -241,15 +232,24 @@ private final class BatchedFile {
         return call(state.real.pointee.pMethods.pointee, state.real)
     }
 
-    /// Writes out the gathered log: this file's, or its log's for a database file.
-    func flushLog() -> Int32 {
-        if isBatchedLog { return flush() }
-        return log?.flush() ?? SQLITE_OK
+    /// Calls the default file for a question about it, not its contents: nothing to write out.
+    static func ask(
+        _ file: UnsafeMutablePointer<sqlite3_file>?,
+        _ call: (sqlite3_io_methods, UnsafeMutablePointer<sqlite3_file>) -> Int32
+    ) -> Int32 {
+        let real = of(file!).real
+        return call(real.pointee.pMethods.pointee, real)
     }
 
+    /// The log whose bytes this file's calls must write out first: itself, or a database file's log.
+    private var gatheredLog: BatchedFile? { isBatchedLog ? self : log }
+
+    /// Writes out the gathered log (see `gatheredLog`).
+    func flushLog() -> Int32 { gatheredLog?.flush() ?? SQLITE_OK }
+
+    /// `flushLog` where no caller can be told of a failure: the error stays the log's.
     func flushLogKeepingError() {
-        let target = isBatchedLog ? self : log
-        guard let target else { return }
+        guard let target = gatheredLog else { return }
         if target.pendingCount > 0 { target.barriersWithBytesPending += 1 }
         let result = target.flush()
         if result != SQLITE_OK && target.deferredError == SQLITE_OK { target.deferredError = result }

@@ -6,7 +6,7 @@ import JSON
 /// The response envelope every `/v1` answer, `/healthz`, `/readyz` and every error uses (API.md §2).
 package enum Envelope {
     /// Pre-encoded so every response does not build it again.
-    static let jsonContentType = (name: "Content-Type", value: "application/json; charset=utf-8")
+    static let jsonContentType = HTTPField(name: "Content-Type", value: "application/json; charset=utf-8")
 
     package static func success(
         _ data: JSONValue, serializedData: [UInt8]? = nil, status: HTTPStatus = .ok, requestID: String,
@@ -56,7 +56,7 @@ package enum Envelope {
             "metadata": .object(["requestId": .string(requestID)]),
         ])
         var response = response(error.status, body, requestID: requestID)
-        for (name, value) in error.headers { response.headers.add(name: name, value: value) }
+        for field in error.headers { response.headers.add(name: field.name, value: field.value) }
         return response
     }
 
@@ -78,7 +78,7 @@ package enum Envelope {
 
     private static func response(_ status: HTTPStatus, _ bytes: [UInt8], requestID: String) -> HTTPResponse {
         // Built whole: one array, not a copy of shared headers grown by one.
-        let headers = HTTPHeaders([(jsonContentType.name, jsonContentType.value), ("X-Request-Id", requestID)])
+        let headers = HTTPHeaders(fields: [jsonContentType, HTTPField(name: "X-Request-Id", value: requestID)])
         return HTTPResponse(status: status, headers: headers, body: bytes)
     }
 }

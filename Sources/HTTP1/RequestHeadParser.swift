@@ -399,7 +399,7 @@ struct RequestHeadScanner {
 
     /// Builds the head from the recorded offsets; call only after `run` returned `.complete` from 0.
     func makeHead() -> HTTPRequestHead {
-        var list: [(name: String, value: String)] = []
+        var list: [HTTPField] = []
         list.reserveCapacity(fieldCount)
         // The field lines are valid, so each name ends at the line's first colon (a token holds
         // none) and each value at the line's first CR.
@@ -415,10 +415,10 @@ struct RequestHeadScanner {
             }
             while bytes[lineEnd] != HTTPBytes.cr { lineEnd += 1 }
             let value = trimmingOWS(bytes, (colon + 1)..<lineEnd)
-            list.append((name: fieldName(lineStart, colon), value: string(value.lowerBound, value.upperBound)))
+            list.append(HTTPField(name: fieldName(lineStart, colon), value: string(value.lowerBound, value.upperBound)))
             lineStart = lineEnd + 2
         }
-        let headers = HTTPHeaders(list)
+        let headers = HTTPHeaders(fields: list)
         return HTTPRequestHead(
             method: knownMethod() ?? HTTPMethod(rawValue: string(methodStart, methodEnd)),
             target: bytes[targetStart] == HTTPBytes.slash || bytes[targetStart] == HTTPBytes.asterisk

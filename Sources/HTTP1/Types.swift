@@ -53,25 +53,43 @@ package struct HTTPVersion: Hashable, Sendable, CustomStringConvertible {
     package var description: String { "HTTP/\(major).\(minor)" }
 }
 
+/// One header field, as sent or to be sent.
+///
+/// A struct, not a `(name:, value:)` tuple: an array of tuples is destroyed through the
+/// runtime's generic tuple witness, element by element (~150 instructions a field, callgrind),
+/// where a struct's own destroy releases its two strings directly.
+package struct HTTPField: Sendable, Hashable {
+    package var name: String
+    package var value: String
+
+    package init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
 /// Header fields in arrival order. Names compare ASCII case-insensitively; duplicates are kept
 /// so the framing checks can see them (RFC 9112 §6.3).
 package struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, Equatable {
-    package private(set) var fields: [(name: String, value: String)] = []
+    package private(set) var fields: [HTTPField] = []
 
     package init() {}
-    package init(_ fields: [(name: String, value: String)]) { self.fields = fields }
+    package init(fields: [HTTPField]) { self.fields = fields }
+    package init(_ fields: [(name: String, value: String)]) {
+        self.fields = fields.map { HTTPField(name: $0.name, value: $0.value) }
+    }
     package init(dictionaryLiteral elements: (String, String)...) {
-        fields = elements.map { (name: $0.0, value: $0.1) }
+        fields = elements.map { HTTPField(name: $0.0, value: $0.1) }
     }
 
     package var count: Int { fields.count }
 
-    package mutating func add(name: String, value: String) { fields.append((name, value)) }
+    package mutating func add(name: String, value: String) { fields.append(HTTPField(name: name, value: value)) }
 
     /// Replaces every field of this name with one.
     package mutating func replaceOrAdd(name: String, value: String) {
         remove(name: name)
-        fields.append((name, value))
+        fields.append(HTTPField(name: name, value: value))
     }
 
     package mutating func remove(name: String) {
@@ -92,10 +110,10 @@ package struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, 
 
     /// The same fields in the same order, names and values exactly as sent (for tests).
     package static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
-        lhs.fields.elementsEqual(rhs.fields) { $0.name == $1.name && $0.value == $1.value }
+        lhs.fields == rhs.fields
     }
 
-    package func makeIterator() -> IndexingIterator<[(name: String, value: String)]> {
+    package func makeIterator() -> IndexingIterator<[HTTPField]> {
         fields.makeIterator()
     }
 

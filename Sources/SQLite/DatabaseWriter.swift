@@ -278,9 +278,14 @@ package final class DatabaseWriter: Sendable {
     /// second). So when a passive checkpoint leaves a log longer than `restartAfterFrames`, the
     /// log is restarted with one `RESTART` checkpoint, which blocks new writes while it copies
     /// what the log gained since the last checkpoint, syncs the database file and waits for the
-    /// readers still on the log. Two things keep that pause short:
+    /// readers still on the log. Three things keep that pause short:
     /// - the checkpoint thread first runs passive rounds, each copying what the last one left,
     ///   until one is quick (a few milliseconds of frames left to copy);
+    /// - it then syncs the database file itself, round after round, until a sync is quick.
+    ///   SQLite syncs the database file only at the end of a checkpoint that reached the log's
+    ///   end, which a round under a flood never does, so every page the rounds had copied was
+    ///   left for the `RESTART`'s own sync: 5–150 ms of write-back while every write waited
+    ///   (identify restarts 6–11 ms, events ×50 10–146 ms; with the sync here 1–2 ms and 6–22 ms);
     /// - then the writer thread runs the `RESTART` itself between two groups. Run from the
     ///   checkpoint thread it had to win the write lock from a writer that takes it again right
     ///   after each commit: SQLite's busy handler slept 1, 2, 5, 10… ms between tries while
@@ -293,13 +298,19 @@ package final class DatabaseWriter: Sendable {
     ///   - every: Time between checkpoints.
     ///   - restartAfterFrames: WAL length (pages) past which the log is restarted while writes
     ///     flow; 16,384 pages is 64 MiB at the default 4 KiB page.
-    package func checkpointInBackground(every: Duration, restartAfterFrames: Int = 16_384) throws {
+    ///   - onDatabaseSync: Called on the checkpoint thread after each sync of the database file it
+    ///     runs before asking for a restart, with how long it took.
+    package func checkpointInBackground(
+        every: Duration, restartAfterFrames: Int = 16_384,
+        onDatabaseSync: (@Sendable (_ syncDuration: Duration) -> Void)? = nil
+    ) throws {
         var checkpointOptions = options
         checkpointOptions.busyTimeout = .zero
         let connection = try Database(path: path, options: checkpointOptions)
         let shared = shared
         let checkpointer = Checkpointer(
-            database: connection, every: every, restartAfterFrames: restartAfterFrames, commits: commits,
+            database: connection, databaseFile: path, every: every, restartAfterFrames: restartAfterFrames,
+            commits: commits, onDatabaseSync: onDatabaseSync,
             requestRestart: {
                 shared.withLock { $0.restartLogRequested = true }
                 shared.broadcast()
@@ -582,7 +593,7 @@ private final class LogFile: Sendable {
         descriptor.withLock { descriptor in
             guard case .notOpened = descriptor else { return }
             let opened = open(path, O_RDONLY | O_CLOEXEC)
-            descriptor = opened >= 0 ? .opened(opened) : .failed(Self.failure("open", path: path))
+            descriptor = opened >= 0 ? .opened(opened) : .failed(syncFailure("open", path: path))
         }
     }
 
@@ -591,9 +602,9 @@ private final class LogFile: Sendable {
         let current = descriptor.withLock { $0 }
         switch current {
         case .opened(let opened):
-            guard fdatasync(opened) == 0 else { throw Self.failure("fdatasync", path: path) }
+            guard fdatasync(opened) == 0 else { throw syncFailure("fdatasync", path: path) }
         case .failed(let error): throw error
-        case .notOpened: throw Self.failure("sync before open", path: path)
+        case .notOpened: throw syncFailure("sync before open", path: path)
         }
     }
 
@@ -604,11 +615,13 @@ private final class LogFile: Sendable {
         }
     }
 
-    /// SQLITE_IOERR_FSYNC: answered as an I/O error, like a failed sync inside `COMMIT`.
-    private static func failure(_ call: String, path: String) -> SQLiteError {
-        SQLiteError(
-            extendedCode: 10 | (4 << 8), message: "\(call) of \(path) failed: \(String(cString: strerror(errno)))")
-    }
+}
+
+/// SQLITE_IOERR_FSYNC for a sync of our own that failed: answered as an I/O error, like a
+/// failed sync inside `COMMIT`.
+private func syncFailure(_ call: String, path: String) -> SQLiteError {
+    SQLiteError(
+        extendedCode: 10 | (4 << 8), message: "\(call) of \(path) failed: \(String(cString: strerror(errno)))")
 }
 
 /// How many groups the writer committed, for the checkpoint thread.
@@ -627,6 +640,8 @@ private final class Checkpointer: Sendable {
     private let state = ConditionLock(State())
     /// Used only by the checkpoint thread once started.
     private let database: UnsafeTransfer<Database>
+    /// The database file's path, synced before a restart is asked for.
+    private let databaseFile: String
     private let every: Duration
     private let restartAfterFrames: Int
     private let commits: Commits
@@ -636,12 +651,17 @@ private final class Checkpointer: Sendable {
     private let restartPending: @Sendable () -> Bool
     private let onError: DatabaseErrorHandler?
 
+    private let onDatabaseSync: (@Sendable (Duration) -> Void)?
+
     init(
-        database: Database, every: Duration, restartAfterFrames: Int, commits: Commits,
+        database: Database, databaseFile: String, every: Duration, restartAfterFrames: Int, commits: Commits,
+        onDatabaseSync: (@Sendable (Duration) -> Void)?,
         requestRestart: @escaping @Sendable () -> Void, restartPending: @escaping @Sendable () -> Bool,
         onError: DatabaseErrorHandler?
     ) {
         self.database = UnsafeTransfer(value: database)
+        self.databaseFile = databaseFile
+        self.onDatabaseSync = onDatabaseSync
         self.every = every
         self.restartAfterFrames = restartAfterFrames
         self.commits = commits
@@ -695,20 +715,50 @@ private final class Checkpointer: Sendable {
     }
 
     /// Copies what the log gained during the last checkpoint, round after round, until a round
-    /// is quick, then asks the writer for the `RESTART`: it blocks new writes only while it copies
-    /// what is left and syncs the database file (see `checkpointInBackground`).
+    /// is quick; syncs the database file, with a round after each sync, until a sync is quick;
+    /// then asks the writer for the `RESTART`: it blocks new writes only while it copies what is
+    /// left and syncs what the last round and it copied (see `checkpointInBackground`).
     private func prepareLogRestart() {
         for _ in 0..<Self.maxCatchUpRounds {
             let started = ContinuousClock.now
-            do {
-                try database.value.checkpoint(.passive)
-            } catch {
-                onError?("checkpoint(passive)", error)
-                return
-            }
+            guard passiveRound() else { return }
             if ContinuousClock.now - started < Self.quickRound { break }
         }
+        for _ in 0..<Self.maxCatchUpRounds {
+            let started = ContinuousClock.now
+            // A failed sync is reported and left to the restart, which syncs (and fails) itself.
+            guard syncDatabaseFile() else { break }
+            let synced = ContinuousClock.now - started
+            onDatabaseSync?(synced)
+            // What the writer committed during the sync, copied now (and synced by the next
+            // round, or by the restart).
+            guard passiveRound() else { return }
+            if synced < Self.quickRound { break }
+        }
         requestRestart()
+    }
+
+    /// One `PASSIVE` checkpoint; false (reported) when it failed.
+    private func passiveRound() -> Bool {
+        do {
+            try database.value.checkpoint(.passive)
+            return true
+        } catch {
+            onError?("checkpoint(passive)", error)
+            return false
+        }
+    }
+
+    /// `fdatasync` of the database file through a descriptor of our own: it flushes the pages
+    /// the checkpoints wrote through SQLite's. False (reported) when it failed.
+    private func syncDatabaseFile() -> Bool {
+        let descriptor = open(databaseFile, O_RDONLY | O_CLOEXEC)
+        defer { if descriptor >= 0 { _ = Glibc.close(descriptor) } }
+        guard descriptor >= 0, fdatasync(descriptor) == 0 else {
+            onError?("fdatasync(database)", syncFailure(descriptor >= 0 ? "fdatasync" : "open", path: databaseFile))
+            return false
+        }
+        return true
     }
 
     /// A passive round this short leaves the `RESTART` a few milliseconds of frames to copy.

@@ -457,15 +457,26 @@ import Threads
     /// thread between two groups, so it never has to win the write lock from a writer that takes
     /// it again after every commit. From the checkpoint thread it slept in SQLite's busy handler
     /// while frames piled up, and some gave up after 200 ms ("database is locked").
+    ///
+    /// Before asking, the checkpoint thread syncs the database file itself: the passive rounds
+    /// under a flood never reach the log's end, where SQLite would sync it, so without that the
+    /// restart's own sync wrote back every page they had copied while writes waited.
     @Test func aFloodRestartsTheLogBetweenGroupsWithoutRacingTheWriter() throws {
         let reported = Mutex<[String]>([])
         let restartThreads = Mutex<[String]>([])
+        /// "sync" (the database file, by the checkpoint thread) and "restart", in the order they ran.
+        let steps = Mutex<[String]>([])
         let writer = try DatabaseWriter(
             path: path,
-            onLogRestart: { _ in restartThreads.withLock { $0.append(NamedThread.currentName) } },
+            onLogRestart: { _ in
+                restartThreads.withLock { $0.append(NamedThread.currentName) }
+                steps.withLock { $0.append("restart") }
+            },
             onError: { operation, error in reported.withLock { $0.append("\(operation): \(error)") } })
         try writer.write { db in try db.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)") }
-        try writer.checkpointInBackground(every: .milliseconds(2), restartAfterFrames: 32)
+        try writer.checkpointInBackground(
+            every: .milliseconds(2), restartAfterFrames: 32,
+            onDatabaseSync: { _ in steps.withLock { $0.append("sync on \(NamedThread.currentName)") } })
         // Four submitters that keep the queue busy, so groups follow one another with no pause.
         let rows = 1500
         let done = DispatchGroup()
@@ -486,6 +497,18 @@ import Threads
         let threads = restartThreads.withLock { $0 }
         #expect(!threads.isEmpty, "the log was never restarted during the flood")
         #expect(threads.allSatisfy { $0 == "db-writer" }, "restarts ran on \(Set(threads))")
+        let order = steps.withLock { $0 }
+        #expect(order.allSatisfy { $0 == "restart" || $0 == "sync on db-checkpoint" }, "\(Set(order))")
+        // Every restart came after a sync of the database file since the restart before it.
+        var syncedSinceRestart = false
+        for step in order {
+            if step == "restart" {
+                #expect(syncedSinceRestart, "a restart with no sync of the database file before it: \(order)")
+                syncedSinceRestart = false
+            } else {
+                syncedSinceRestart = true
+            }
+        }
         // (A TRUNCATE tried in a gap between two groups may still find the writer busy: that is
         // the checkpoint thread's, reported, and not a restart.)
         let failedRestarts = reported.withLock { $0 }.filter { $0.hasPrefix("checkpoint(restart)") }

@@ -74,8 +74,9 @@ package final class DatabaseWriter: Sendable {
         var finished = false
         var checkpointInterval: Duration?
         /// Set by the checkpoint thread: restart the log before the next group (see
-        /// ``checkpointInBackground(every:restartAfterFrames:)``). Cleared once the restart ran;
-        /// until then the checkpoint thread runs no checkpoint of its own to collide with it.
+        /// ``checkpointInBackground(every:restartAfterFrames:onDatabaseSync:)``). Cleared once
+        /// the restart ran; until then the checkpoint thread runs no checkpoint of its own to
+        /// collide with it.
         var restartLogRequested = false
         /// True while the completion thread syncs the log: a group then stays open for more jobs.
         var logSyncing = false
@@ -122,7 +123,7 @@ package final class DatabaseWriter: Sendable {
     ///     the groups committed so far (when the writer leaves the sync to it), with how long the
     ///     sync took: the wait every acknowledged write shares (metrics).
     ///   - onLogRestart: Called on the writer thread after each `RESTART` checkpoint (see
-    ///     ``checkpointInBackground(every:restartAfterFrames:)``), with how long it took: new
+    ///     ``checkpointInBackground(every:restartAfterFrames:onDatabaseSync:)``), with how long it took: new
     ///     writes wait for it (metrics).
     ///   - setUp: Runs once on the writer's connection before any job (functions, temp triggers).
     ///   - afterJob: Called on the writer thread after each job's savepoint ended: `true` when its
@@ -629,7 +630,8 @@ private final class Commits: Sendable {
     let count = Atomic<UInt64>(0)
 }
 
-/// The checkpoint thread of ``DatabaseWriter/checkpointInBackground(every:)``: its own
+/// The checkpoint thread of
+/// ``DatabaseWriter/checkpointInBackground(every:restartAfterFrames:onDatabaseSync:)``: its own
 /// connection, a `PASSIVE` checkpoint every `every` when the writer committed something since.
 private final class Checkpointer: Sendable {
     private struct State: Sendable {

@@ -123,8 +123,8 @@ package final class DatabaseWriter: Sendable {
     ///     the groups committed so far (when the writer leaves the sync to it), with how long the
     ///     sync took: the wait every acknowledged write shares (metrics).
     ///   - onLogRestart: Called on the writer thread after each `RESTART` checkpoint (see
-    ///     ``checkpointInBackground(every:restartAfterFrames:onDatabaseSync:)``), with how long it took: new
-    ///     writes wait for it (metrics).
+    ///     ``checkpointInBackground(every:restartAfterFrames:onDatabaseSync:)``), with how long
+    ///     it took: new writes wait for it (metrics).
     ///   - setUp: Runs once on the writer's connection before any job (functions, temp triggers).
     ///   - afterJob: Called on the writer thread after each job's savepoint ended: `true` when its
     ///     work stays in the group, `false` when it was rolled back.

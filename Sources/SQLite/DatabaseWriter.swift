@@ -615,7 +615,6 @@ private final class LogFile: Sendable {
             descriptor = .notOpened
         }
     }
-
 }
 
 /// SQLITE_IOERR_FSYNC for a sync of our own that failed: answered as an I/O error, like a
@@ -651,9 +650,9 @@ private final class Checkpointer: Sendable {
     private let requestRestart: @Sendable () -> Void
     /// Whether the writer has yet to run the restart asked for.
     private let restartPending: @Sendable () -> Bool
-    private let onError: DatabaseErrorHandler?
-
+    /// Told how long each of `prepareLogRestart`'s syncs of the database file took.
     private let onDatabaseSync: (@Sendable (Duration) -> Void)?
+    private let onError: DatabaseErrorHandler?
 
     init(
         database: Database, databaseFile: String, every: Duration, restartAfterFrames: Int, commits: Commits,

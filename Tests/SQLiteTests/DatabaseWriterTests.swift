@@ -80,7 +80,9 @@ import Threads
         }
         gate.signal()
         #expect(done.wait(timeout: .now() + 10) == .success)
-        #expect(commits.sizes.withLock { $0 }.contains(50))
+        // All 50 in one commit: 51 when the held job's group was still open behind the sync of the
+        // group before it (it then takes what queued meanwhile).
+        #expect(commits.sizes.withLock { $0 }.contains { $0 == 50 || $0 == 51 })
         writer.close()
     }
 
@@ -160,7 +162,9 @@ import Threads
         #expect((try? outcome[1]?.get()) != nil)
         #expect((try? outcome[3]?.get()) != nil)
         #expect(throws: TestError(tag: "job 2")) { try outcome[2]!.get() }
-        #expect(commits.sizes.withLock { $0 }.contains(3))  // the three shared one transaction
+        // The three shared one transaction (with the held job too when its group stayed open
+        // behind the sync of the group before it: once seen under a loaded full run).
+        #expect(commits.sizes.withLock { $0 }.contains { $0 == 3 || $0 == 4 })
         #expect(try writer.write { db in try db.query("SELECT v FROM t ORDER BY v").map { $0.int(0)! } } == [1, 3])
 
         // A constraint error in a job is that job's error too.

@@ -43,7 +43,8 @@ package let continueResponseBytes: [UInt8] = Array("HTTP/1.1 100 Continue\r\n\r\
 ///
 /// - Parameters:
 ///   - body: the content, already gzip-encoded when `framing.gzip` is set.
-///   - date: the IMF-fixdate for `Date` (RFC 9110 §6.6.1).
+///   - date: the IMF-fixdate for `Date` (RFC 9110 §6.6.1), of our own making (the server's
+///     date cache): written as it is, not sanitised like the response's fields.
 ///
 /// ```swift
 /// serializeResponse(status: .ok, headers: [:], body: Array("hi".utf8), framing: framing, date: date, into: &out)
@@ -90,7 +91,7 @@ package func serializeResponse(
     if writesLength {
         length += Head.contentLength.utf8CodeUnitCount + decimalLength(body.count) + Head.crlf.utf8CodeUnitCount
     }
-    if !hasDate { length += "Date: ".utf8.count + date.utf8.count + Head.crlf.utf8CodeUnitCount }
+    if !hasDate { length += Head.date.utf8CodeUnitCount + date.utf8.count + Head.crlf.utf8CodeUnitCount }
     if framing.closing {
         length += Head.connectionClose.utf8CodeUnitCount
     } else if framing.requestVersion == .http1_0 {
@@ -124,7 +125,11 @@ package func serializeResponse(
             head.decimal(body.count)
             head.literal(Head.crlf)
         }
-        if !hasDate { head.field("Date", date) }
+        if !hasDate {
+            head.literal(Head.date)
+            head.copied(date)
+            head.literal(Head.crlf)
+        }
         if framing.closing {
             head.literal(Head.connectionClose)
         } else if framing.requestVersion == .http1_0 {
@@ -145,6 +150,7 @@ private enum Head {
     static let contentEncodingGzip: StaticString = "Content-Encoding: gzip\r\n"
     static let varyAcceptEncoding: StaticString = "Vary: Accept-Encoding\r\n"
     static let contentLength: StaticString = "Content-Length: "
+    static let date: StaticString = "Date: "
     static let connectionClose: StaticString = "Connection: close\r\n"
     static let connectionKeepAlive: StaticString = "Connection: keep-alive\r\n"
 }
@@ -232,16 +238,16 @@ private struct HeadWriter {
         byte(HTTPBytes.lf)
     }
 
+    /// The UTF-8 of `text` as it is: text of our own, known clean (the date).
+    mutating func copied(_ text: String) {
+        count += copy(text)
+    }
+
     /// The UTF-8 of `text`, with CR, LF and NUL written as SP: a value taken from a request
     /// must never end the line it is written on (response splitting).
     private mutating func sanitized(_ text: String) {
         let start = base + count
-        let n = withUTF8Bytes(text) { bytes in
-            guard let source = bytes.baseAddress else { return 0 }
-            makeRoom(bytes.count)
-            start.initialize(from: source, count: bytes.count)
-            return bytes.count
-        }
+        let n = copy(text)
         count += n
         // Eight bytes at a time: a word with no byte below 14 has none of the three.
         var i = 0
@@ -251,6 +257,16 @@ private struct HeadWriter {
             i += 8
         }
         blank(start + i, n - i)
+    }
+
+    /// Copies the UTF-8 of `text` to the write position; returns its length (not yet counted).
+    private func copy(_ text: String) -> Int {
+        withUTF8Bytes(text) { bytes in
+            guard let source = bytes.baseAddress else { return 0 }
+            makeRoom(bytes.count)
+            (base + count).initialize(from: source, count: bytes.count)
+            return bytes.count
+        }
     }
 
     private func blank(_ bytes: UnsafeMutablePointer<UInt8>, _ n: Int) {

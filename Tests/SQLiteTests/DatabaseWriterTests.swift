@@ -468,7 +468,7 @@ import Threads
     @Test func aFloodRestartsTheLogBetweenGroupsWithoutRacingTheWriter() throws {
         let reported = Mutex<[String]>([])
         let restartThreads = Mutex<[String]>([])
-        /// "sync" (the database file, by the checkpoint thread) and "restart", in the order they ran.
+        /// "sync on <thread>" (of the database file) and "restart", in the order they ran.
         let steps = Mutex<[String]>([])
         let writer = try DatabaseWriter(
             path: path,

@@ -156,10 +156,10 @@ package final class DatabaseWriter: Sendable {
         writerOptions.batchesLogWrites = true
         let database = try Database(path: path, options: writerOptions)
         // See the type's note on durability: the completion thread syncs the log instead.
-        var log: LogFile?
+        var log: SyncedFile?
         if options.synchronous == .full, try database.queryOne("PRAGMA journal_mode")?.string(0) == "wal" {
             try database.execute("PRAGMA synchronous = NORMAL")
-            log = LogFile(path: path + "-wal")
+            log = SyncedFile(path: path + "-wal")
         }
         try setUp?(database)
         let shared = ConditionLock(State())
@@ -357,7 +357,7 @@ package final class DatabaseWriter: Sendable {
     /// The completion thread: runs handed-over groups in order until the writer stops it, after
     /// one sync of the log for all the committed groups it took (when the writer does not sync).
     private static func runCompletions(
-        _ deliveries: ConditionLock<Deliveries>, writerState: ConditionLock<State>, log: LogFile?,
+        _ deliveries: ConditionLock<Deliveries>, writerState: ConditionLock<State>, log: SyncedFile?,
         onSync: (@Sendable (Duration) -> Void)?, onError: DatabaseErrorHandler?
     ) {
         deliveries.withLock { $0.thread = pthread_self() }
@@ -414,7 +414,7 @@ package final class DatabaseWriter: Sendable {
         let commits: Commits
         /// The log the completion thread syncs, opened here after the first commit; nil when
         /// `COMMIT` syncs.
-        let log: LogFile?
+        let log: SyncedFile?
         /// The connection's busy timeout, put back after a log restart's shorter one.
         let busyTimeout: Duration
 
@@ -571,13 +571,14 @@ package final class DatabaseWriter: Sendable {
     }
 }
 
-/// The write-ahead log, synced by the completion thread (the writer commits with
-/// `synchronous=NORMAL`). The writer thread opens it after its first commit (`openOnce`), when
-/// the file surely exists and before a close could delete it; an open that failed is the error
-/// of every sync. `fdatasync` on this descriptor flushes what SQLite's own wrote to the same
-/// file; a checkpoint that truncates the log keeps the file (SQLite deletes it only when the
-/// last connection closes).
-private final class LogFile: Sendable {
+/// A file of SQLite's synced through a descriptor of our own: `fdatasync` on it flushes what
+/// SQLite's descriptors wrote to the same file. Used for the write-ahead log, which the
+/// completion thread syncs (the writer commits with `synchronous=NORMAL`; the writer thread
+/// opens it after its first commit, when the file surely exists and before a close could
+/// delete it, and a checkpoint that truncates the log keeps the file: SQLite deletes it only
+/// when the last connection closes), and for the database file, which the checkpoint thread
+/// syncs before a log restart. An open that failed is the error of every sync.
+private final class SyncedFile: Sendable {
     private enum Descriptor {
         case notOpened
         case opened(Int32)
@@ -589,23 +590,23 @@ private final class LogFile: Sendable {
 
     init(path: String) { self.path = path }
 
-    /// Called by the writer thread after each commit: opens the log the first time.
+    /// Opens the file the first time; later calls do nothing.
     func openOnce() {
         descriptor.withLock { descriptor in
             guard case .notOpened = descriptor else { return }
             let opened = open(path, O_RDONLY | O_CLOEXEC)
-            descriptor = opened >= 0 ? .opened(opened) : .failed(syncFailure("open", path: path))
+            descriptor = opened >= 0 ? .opened(opened) : .failed(Self.failure("open", path: path))
         }
     }
 
-    /// Makes everything written to the log so far durable.
+    /// Makes everything written to the file so far durable.
     func sync() throws(SQLiteError) {
         let current = descriptor.withLock { $0 }
         switch current {
         case .opened(let opened):
-            guard fdatasync(opened) == 0 else { throw syncFailure("fdatasync", path: path) }
+            guard fdatasync(opened) == 0 else { throw Self.failure("fdatasync", path: path) }
         case .failed(let error): throw error
-        case .notOpened: throw syncFailure("sync before open", path: path)
+        case .notOpened: throw Self.failure("sync before open", path: path)
         }
     }
 
@@ -615,13 +616,12 @@ private final class LogFile: Sendable {
             descriptor = .notOpened
         }
     }
-}
 
-/// SQLITE_IOERR_FSYNC for a sync of our own that failed: answered as an I/O error, like a
-/// failed sync inside `COMMIT`.
-private func syncFailure(_ call: String, path: String) -> SQLiteError {
-    SQLiteError(
-        extendedCode: 10 | (4 << 8), message: "\(call) of \(path) failed: \(String(cString: strerror(errno)))")
+    /// SQLITE_IOERR_FSYNC: answered as an I/O error, like a failed sync inside `COMMIT`.
+    private static func failure(_ call: String, path: String) -> SQLiteError {
+        SQLiteError(
+            extendedCode: 10 | (4 << 8), message: "\(call) of \(path) failed: \(String(cString: strerror(errno)))")
+    }
 }
 
 /// How many groups the writer committed, for the checkpoint thread.
@@ -641,8 +641,8 @@ private final class Checkpointer: Sendable {
     private let state = ConditionLock(State())
     /// Used only by the checkpoint thread once started.
     private let database: UnsafeTransfer<Database>
-    /// The database file's path, synced before a restart is asked for.
-    private let databaseFile: String
+    /// The database file, synced before a restart is asked for; opened on first use.
+    private let databaseFile: SyncedFile
     private let every: Duration
     private let restartAfterFrames: Int
     private let commits: Commits
@@ -661,7 +661,7 @@ private final class Checkpointer: Sendable {
         onError: DatabaseErrorHandler?
     ) {
         self.database = UnsafeTransfer(value: database)
-        self.databaseFile = databaseFile
+        self.databaseFile = SyncedFile(path: databaseFile)
         self.onDatabaseSync = onDatabaseSync
         self.every = every
         self.restartAfterFrames = restartAfterFrames
@@ -711,6 +711,7 @@ private final class Checkpointer: Sendable {
             }
         }
         database.value.close()
+        databaseFile.close()
         state.withLock { $0.stopped = true }
         state.broadcast()
     }
@@ -750,16 +751,16 @@ private final class Checkpointer: Sendable {
         }
     }
 
-    /// `fdatasync` of the database file through a descriptor of our own: it flushes the pages
-    /// the checkpoints wrote through SQLite's. False (reported) when it failed.
+    /// Syncs the database file: the pages the checkpoints wrote. False (reported) when it failed.
     private func syncDatabaseFile() -> Bool {
-        let descriptor = open(databaseFile, O_RDONLY | O_CLOEXEC)
-        defer { if descriptor >= 0 { _ = Glibc.close(descriptor) } }
-        guard descriptor >= 0, fdatasync(descriptor) == 0 else {
-            onError?("fdatasync(database)", syncFailure(descriptor >= 0 ? "fdatasync" : "open", path: databaseFile))
+        databaseFile.openOnce()
+        do {
+            try databaseFile.sync()
+            return true
+        } catch {
+            onError?("fdatasync(database)", error)
             return false
         }
-        return true
     }
 
     /// A passive round this short leaves the `RESTART` a few milliseconds of frames to copy.

@@ -10,12 +10,17 @@ package final class Metrics: Sendable {
     static let batchBuckets: [Double] = [1, 2, 4, 8, 16, 32, 64, 128, 256]
 
     struct Histogram {
+        /// Observations by the first bound they fit under, not Prometheus's cumulative `le`
+        /// counts: one increment per observation (a request's latency used to bump every bucket
+        /// above it). `render` adds them up; values above the last bound are only in `count`.
         var buckets: [UInt64]
         var sum: Double = 0
         var count: UInt64 = 0
         init(_ bounds: [Double]) { buckets = Array(repeating: 0, count: bounds.count) }
         mutating func observe(_ value: Double, bounds: [Double]) {
-            for (i, bound) in bounds.enumerated() where value <= bound { buckets[i] += 1 }
+            var i = 0
+            while i < bounds.count && value > bounds[i] { i += 1 }
+            if i < buckets.count { buckets[i] += 1 }
             sum += value
             count += 1
         }
@@ -215,8 +220,10 @@ package final class Metrics: Sendable {
 
     private static func render(_ name: String, _ h: Histogram, bounds: [Double], labels: String) -> String {
         var out = ""
+        var atOrBelow: UInt64 = 0
         for (i, bound) in bounds.enumerated() {
-            out += "\(name)_bucket{\(labels)le=\"\(number(bound))\"} \(h.buckets[i])\n"
+            atOrBelow += h.buckets[i]
+            out += "\(name)_bucket{\(labels)le=\"\(number(bound))\"} \(atOrBelow)\n"
         }
         out += "\(name)_bucket{\(labels)le=\"+Inf\"} \(h.count)\n"
         let bare = labels.isEmpty ? "" : "{\(labels.dropLast())}"

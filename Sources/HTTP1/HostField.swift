@@ -22,9 +22,22 @@ func isValidHost(_ value: String) -> Bool {
             else { return false }
             hostEnd = close + 1
         } else {
+            // A reg-name, `*( unreserved / pct-encoded / sub-delims )`, up to a ':' or the end:
+            // one pass, one bitmask test per ordinary byte.
             hostEnd = 0
-            while hostEnd < bytes.count, bytes[hostEnd] != UInt8(ascii: ":") { hostEnd += 1 }
-            guard hostEnd > 0, isRegName(UnsafeBufferPointer(rebasing: bytes[0..<hostEnd])) else { return false }
+            while hostEnd < bytes.count {
+                let b = bytes[hostEnd]
+                if isRegNameByte(b) {
+                    hostEnd += 1
+                    continue
+                }
+                if b == UInt8(ascii: ":") { break }
+                guard b == UInt8(ascii: "%"), hostEnd + 2 < bytes.count,
+                    HTTPBytes.hexValue(bytes[hostEnd + 1]) != nil, HTTPBytes.hexValue(bytes[hostEnd + 2]) != nil
+                else { return false }
+                hostEnd += 3
+            }
+            guard hostEnd > 0 else { return false }
         }
         if hostEnd == bytes.count { return true }
         guard bytes[hostEnd] == UInt8(ascii: ":") else { return false }
@@ -43,23 +56,6 @@ private func isPort(_ digits: UnsafeBufferPointer<UInt8>) -> Bool {
     return n <= 65535
 }
 
-/// `*( unreserved / pct-encoded / sub-delims )`.
-private func isRegName(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-    var i = 0
-    while i < bytes.count {
-        let b = bytes[i]
-        if b == UInt8(ascii: "%") {
-            guard i + 2 < bytes.count, HTTPBytes.hexValue(bytes[i + 1]) != nil, HTTPBytes.hexValue(bytes[i + 2]) != nil
-            else { return false }
-            i += 3
-            continue
-        }
-        guard isUnreserved(b) || isSubDelim(b) else { return false }
-        i += 1
-    }
-    return true
-}
-
 /// What is between the brackets: `IPv6address / IPvFuture`.
 private func isIPLiteral(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
     guard let first = bytes.first else { return false }
@@ -72,7 +68,7 @@ private func isIPvFuture(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
     while i < bytes.count, HTTPBytes.hexValue(bytes[i]) != nil { i += 1 }
     guard i > 1, i < bytes.count, bytes[i] == UInt8(ascii: ".") else { return false }
     let rest = bytes[(i + 1)...]
-    return !rest.isEmpty && rest.allSatisfy { isUnreserved($0) || isSubDelim($0) || $0 == UInt8(ascii: ":") }
+    return !rest.isEmpty && rest.allSatisfy { isRegNameByte($0) || $0 == UInt8(ascii: ":") }
 }
 
 /// RFC 3986 §3.2.2 `IPv6address`: eight 16-bit groups of 1 to 4 hex digits, or fewer with one
@@ -139,21 +135,15 @@ private func isIPv4(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
 @inline(__always)
 private func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
 
-/// `ALPHA / DIGIT / "-" / "." / "_" / "~"`.
+/// `unreserved / sub-delims`: `ALPHA / DIGIT / "-" / "." / "_" / "~"` and
+/// `"!" / "$" / "&" / "'" / "(" / ")" / "*" / "+" / "," / ";" / "="`, as two bitmasks (one test
+/// per byte of a host name, like `HTTPBytes.isTchar`).
 @inline(__always)
-private func isUnreserved(_ b: UInt8) -> Bool {
-    isDigit(b) || (b | 0x20 >= UInt8(ascii: "a") && b | 0x20 <= UInt8(ascii: "z"))
-        || b == UInt8(ascii: "-") || b == UInt8(ascii: ".") || b == UInt8(ascii: "_") || b == UInt8(ascii: "~")
-}
-
-/// `"!" / "$" / "&" / "'" / "(" / ")" / "*" / "+" / "," / ";" / "="`.
-@inline(__always)
-private func isSubDelim(_ b: UInt8) -> Bool {
-    switch b {
-    case UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("),
-        UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"),
-        UInt8(ascii: "="):
-        true
-    default: false
-    }
+private func isRegNameByte(_ b: UInt8) -> Bool {
+    // Bit n of `low` is byte n (0-63); bit n of `high` is byte 64 + n (64-127).
+    let low: UInt64 = 0x2BFF_7FD2_0000_0000
+    let high: UInt64 = 0x47FF_FFFE_87FF_FFFE
+    if b < 64 { return (low >> UInt64(b)) & 1 != 0 }
+    if b < 128 { return (high >> UInt64(b &- 64)) & 1 != 0 }
+    return false
 }

@@ -123,6 +123,9 @@ package final class Route: Sendable {
     package let handlerWaits: Bool
     /// "GET /v1/subscribers/:id": the route label of logs and metrics, made once.
     package let name: String
+    /// A mutating `/v1` route: the ones an `Idempotency-Key` applies to (API.md §13). Decided
+    /// once here, not by comparing the method and path of every request.
+    let takesIdempotencyKey: Bool
 
     package init(
         method: HTTPMethod, path: String, access: RouteAccess, operationID: String,
@@ -135,6 +138,8 @@ package final class Route: Sendable {
         self.handler = handler
         self.handlerWaits = handlerWaits
         self.name = "\(method.rawValue) \(path)"
+        self.takesIdempotencyKey =
+            [HTTPMethod.POST, .PUT, .PATCH, .DELETE].contains(method) && path.hasPrefix("/v1/")
     }
 }
 

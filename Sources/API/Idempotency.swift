@@ -25,11 +25,7 @@ struct IdempotencyClaim: Sendable {
     static func read(_ request: HTTPRequest, route: Route, key: APIKeyRecord?, tenantID: String?) throws(APIError)
         -> IdempotencyClaim?
     {
-        switch route.method {
-        case .POST, .PUT, .PATCH, .DELETE: break
-        default: return nil
-        }
-        guard route.path.hasPrefix("/v1/"), let key, let value = request.headers["Idempotency-Key"] else {
+        guard route.takesIdempotencyKey, let key, let value = request.headers["Idempotency-Key"] else {
             return nil
         }
         // Visible ASCII only (0x21–0x7E), 1 to 255 of them.

@@ -12,15 +12,19 @@ enum HTTPBytes {
     static let slash: UInt8 = 0x2F
     static let asterisk: UInt8 = 0x2A
 
-    /// `tchar` (RFC 9110 §5.6.2): `!#$%&'*+-.^_`|~`, digits and letters.
+    /// Whether `b` is in the ASCII set given as two bitmasks: bit n of `low` is byte n (0–63),
+    /// bit n of `high` is byte 64 + n (64–127). Bytes from 128 are in no such set.
     @inline(__always)
-    static func isTchar(_ b: UInt8) -> Bool {
-        // Bit n of `low` is byte n (0-63); bit n of `high` is byte 64 + n (64-127).
-        let low: UInt64 = 0x03FF_6CFA_0000_0000
-        let high: UInt64 = 0x57FF_FFFF_C7FF_FFFE
+    static func isIn(_ b: UInt8, low: UInt64, high: UInt64) -> Bool {
         if b < 64 { return (low >> UInt64(b)) & 1 != 0 }
         if b < 128 { return (high >> UInt64(b &- 64)) & 1 != 0 }
         return false
+    }
+
+    /// `tchar` (RFC 9110 §5.6.2): `!#$%&'*+-.^_`|~`, digits and letters.
+    @inline(__always)
+    static func isTchar(_ b: UInt8) -> Bool {
+        isIn(b, low: 0x03FF_6CFA_0000_0000, high: 0x57FF_FFFF_C7FF_FFFE)
     }
 
     /// A byte allowed inside a field value: VCHAR, obs-text, SP or HTAB (RFC 9110 §5.5).

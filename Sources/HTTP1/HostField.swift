@@ -140,10 +140,5 @@ private func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
 /// per byte of a host name, like `HTTPBytes.isTchar`).
 @inline(__always)
 private func isRegNameByte(_ b: UInt8) -> Bool {
-    // Bit n of `low` is byte n (0-63); bit n of `high` is byte 64 + n (64-127).
-    let low: UInt64 = 0x2BFF_7FD2_0000_0000
-    let high: UInt64 = 0x47FF_FFFE_87FF_FFFE
-    if b < 64 { return (low >> UInt64(b)) & 1 != 0 }
-    if b < 128 { return (high >> UInt64(b &- 64)) & 1 != 0 }
-    return false
+    HTTPBytes.isIn(b, low: 0x2BFF_7FD2_0000_0000, high: 0x47FF_FFFE_87FF_FFFE)
 }

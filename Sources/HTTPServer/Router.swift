@@ -118,7 +118,7 @@ package struct Router: Sendable {
         while segmentEnd < path.count, path[segmentEnd] != slash { segmentEnd += 1 }
         let segment = UnsafeBufferPointer(rebasing: path[segmentStart..<segmentEnd])
 
-        if let literal = nodes[index].literals.first(where: { $0.bytes.elementsEqual(segment) }),
+        if let literal = nodes[index].literals.first(where: { Self.segment(segment, is: $0.bytes) }),
             let found = find(path, from: segmentEnd, node: literal.child, parameters: &parameters)
         {
             return found
@@ -131,6 +131,17 @@ package struct Router: Sendable {
             parameters.removeLast()
         }
         return nil
+    }
+
+    /// Whether a path segment is the literal: lengths first, where most literals differ, then
+    /// the bytes. `elementsEqual` walked both sequences through iterators: a cached
+    /// `GET /v1/subscribers/{id}` took 140 instructions more (callgrind, 23,444 → 23,304).
+    private static func segment(_ segment: UnsafeBufferPointer<UInt8>, is literal: [UInt8]) -> Bool {
+        guard segment.count == literal.count else { return false }
+        return literal.withUnsafeBufferPointer { literal in
+            for index in literal.indices where literal[index] != segment[index] { return false }
+            return true
+        }
     }
 }
 

@@ -57,6 +57,27 @@ private struct NamedRouter<Name: Equatable> {
         #expect(parameters.isEmpty)
     }
 
+    /// A literal matches only a segment of its length with every byte equal: one byte off at
+    /// either end, a prefix or an extension of it goes to the parameter or to nothing.
+    @Test func aLiteralMatchesOnlyTheWholeSegment() {
+        let router = router()
+        for near in ["searcH", "Search", "searc", "searchx"] {
+            let path = Substring("/v1/subscribers/\(near)")
+            guard case .found(let handler, let parameters) = router.match(.GET, path: path) else {
+                Issue.record("no match for \(near)")
+                continue
+            }
+            #expect(handler == "show", "\(near)")
+            #expect(parameters == ["id": near])
+        }
+        for near in ["healthZ", "health", "healthzz", "Healthz"] {
+            guard case .notFound = router.match(.GET, path: Substring("/\(near)")) else {
+                Issue.record("/\(near) matched")
+                continue
+            }
+        }
+    }
+
     @Test func parameterIsTriedWhenLiteralBranchDeadEnds() {
         // "search" is a literal leaf with no /events child; the :id branch must still be found.
         guard case .found(let handler, let parameters) = router().match(.GET, path: "/v1/subscribers/search/events")

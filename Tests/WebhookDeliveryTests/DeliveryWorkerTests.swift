@@ -312,8 +312,15 @@ private final class WriteCountingStore: IdentityStore {
         }
         struct Refused: Error {}
         func group(_ jobs: [(eventID: String, then: @Sendable (any IdentityWriteContext) throws -> Void)]) {
-            let (gate, done) = (Semaphore(), Semaphore())
-            app.store.write({ _ in gate.wait() }) { _ in done.signal() }
+            let (started, gate, done) = (Semaphore(), Semaphore(), Semaphore())
+            app.store.write({ _ in
+                started.signal()
+                gate.wait()
+            }) { _ in done.signal() }
+            // Queued only once the writer is inside the held job: had it not yet taken its queue,
+            // it could take the held job and the first of these as one batch, and commit that
+            // one apart from the rest.
+            started.wait()
             for job in jobs {
                 app.store.write({ ctx in
                     _ = try ctx.enqueueWebhookEvent(

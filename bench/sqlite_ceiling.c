@@ -42,15 +42,12 @@
     "UPDATE subscribers SET id = ?, anonymous = ?, verified = ?, email = ?, email_subscribed = ?,\n" \
     "    last_seq = ?, event_count = ?, updated_at = ?\nWHERE key = ?"
 #define SQL_ATTRIBUTES "SELECT name, value, set_by_backend FROM attributes WHERE subscriber_key = ? ORDER BY name"
-#define SQL_ALIASES "SELECT alias FROM aliases WHERE subscriber_key = ? AND alias <> ? ORDER BY alias"
-#define SQL_PUSH                                                                       \
-    "SELECT device_id, token, platform, created_at, updated_at FROM push_subscriptions\n" \
-    "WHERE subscriber_key = ? ORDER BY updated_at DESC, device_id"
 #define SQL_PREFS "SELECT topic, subscribed, updated_at FROM preferences WHERE subscriber_key = ? ORDER BY topic"
 #define SQL_DEVICES                                                                                 \
     "SELECT device_id, platform, app_version, os_version, model, locale, time_zone, last_seen_at\n" \
     "FROM devices WHERE subscriber_key = ? ORDER BY last_seen_at DESC, device_id"
-/* SQLiteContext.snapshotIfCheap: what a writer job reads to answer with the subscriber. */
+/* SQLiteContext.snapshotIfCheap: what a writer job reads to answer with the subscriber (the count,
+ * then snapshot(of:)'s one statement, which a reader runs alone). */
 #define SQL_SNAPSHOT_COUNT                                                                              \
     "SELECT max(\n"                                                                                      \
     "    (SELECT count(*) FROM (SELECT 1 FROM aliases WHERE subscriber_key = ?1 LIMIT ?2)),\n"           \
@@ -233,13 +230,10 @@ static int insert_event(long long key, long long seq, const char *client_id, con
     return sqlite3_changes(db) > 0;
 }
 
-/* SubscriberSnapshot.load: what a reader reads to render a subscriber (GET). */
+/* SQLiteContext.snapshot(of:): what a reader reads to render a subscriber (GET), the five parts
+ * in one statement (the server then sorts each part's few rows; not counted here). */
 static void snapshot(const Sub *r) {
-    sqlite3_stmt *s = stmt(SQL_ATTRIBUTES); i64(s, 1, r->key); run(s);
-    s = stmt(SQL_ALIASES); i64(s, 1, r->key); text(s, 2, r->id); run(s);
-    s = stmt(SQL_PUSH); i64(s, 1, r->key); run(s);
-    s = stmt(SQL_PREFS); i64(s, 1, r->key); run(s);
-    s = stmt(SQL_DEVICES); i64(s, 1, r->key); run(s);
+    sqlite3_stmt *s = stmt(SQL_SMALL_SNAPSHOT); i64(s, 1, r->key); text(s, 2, r->id); run(s);
 }
 
 /* SQLiteContext.snapshotIfCheap, on the writer: a bounded count, then the five parts in one

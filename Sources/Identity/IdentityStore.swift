@@ -28,7 +28,7 @@ extension IdentityStore {
     /// `snapshot(tenantID:id:)` from one read transaction, uncached.
     package func readSnapshot(tenantID: String, id: String) throws -> SubscriberSnapshot? {
         try read { ctx in
-            try ctx.subscriber(tenantID: tenantID, alias: id).map { try SubscriberSnapshot.load($0, from: ctx) }
+            try ctx.subscriber(tenantID: tenantID, alias: id).map { try ctx.snapshot(of: $0) }
         }
     }
 
@@ -68,6 +68,9 @@ package protocol IdentityReadContext: WebhookReadContext, IdempotencyReadContext
     func aliases(key: Int64, excluding current: String) throws -> [String]
     /// How many ids the subscriber has, its current one included (the tenant's `maxAliases`).
     func aliasCount(key: Int64) throws -> Int
+    /// The full snapshot of `record` (API.md §4). (A default reads each part on its own; a store
+    /// should read them together.)
+    func snapshot(of record: SubscriberRecord) throws -> SubscriberSnapshot
     /// The full snapshots of `records` (API.md §4), in their order, read in a few queries for the
     /// whole batch (one per child table) rather than a few per record: a page of the list.
     func snapshots(of records: [SubscriberRecord]) throws -> [SubscriberSnapshot]
@@ -164,8 +167,13 @@ extension IdentityReadContext {
         return try aliases(key: key, excluding: record.id).count + 1
     }
 
+    /// A read per part.
+    package func snapshot(of record: SubscriberRecord) throws -> SubscriberSnapshot {
+        try SubscriberSnapshot.load(record, from: self)
+    }
+
     /// One snapshot at a time; a store should batch (see the requirement).
     package func snapshots(of records: [SubscriberRecord]) throws -> [SubscriberSnapshot] {
-        try records.map { try SubscriberSnapshot.load($0, from: self) }
+        try records.map { try snapshot(of: $0) }
     }
 }

@@ -536,9 +536,9 @@ struct SQLiteContext: IdentityWriteContext {
     /// thread many times what one to a new person costs; the check reads at most a few rows
     /// past the limit per part.
     ///
-    /// Two statements: the bounded count, then one read of all five parts. On the one writer
-    /// thread a statement costs ~7k instructions before its rows, and six of them (the count,
-    /// then a read per part) were an eighth of an identify-link's instructions.
+    /// Two statements: the bounded count, then one read of all five parts (`snapshot(of:)`). On
+    /// the one writer thread a statement costs ~7k instructions before its rows, and six of them
+    /// (the count, then a read per part) were an eighth of an identify-link's instructions.
     func snapshotIfCheap(of record: SubscriberRecord) throws -> SubscriberSnapshot? {
         let largest = try db.firstRow(
             """
@@ -551,7 +551,14 @@ struct SQLiteContext: IdentityWriteContext {
             """, .integer(record.key), .integer(Int64(Self.writerSnapshotPartLimit + 1)),
             read: { try $0.requiredInt(at: 0) })
         guard let largest, largest <= Self.writerSnapshotPartLimit else { return nil }
+        return try snapshot(of: record)
+    }
 
+    /// All five parts of the snapshot in one statement, where a read per part was five: each
+    /// statement costs ~7k instructions before its rows, most of an uncached GET's SQL. A part
+    /// has at most a tenant's limit of rows (aliases, attributes…), sorted here in the order its
+    /// own read returns.
+    func snapshot(of record: SubscriberRecord) throws -> SubscriberSnapshot {
         var aliases: [String] = []
         var attributes: [(name: String, entry: AttributeEntry)] = []
         var push: [PushSubscriptionRecord] = []

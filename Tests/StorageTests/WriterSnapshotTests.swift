@@ -1,5 +1,6 @@
 import Identity
 import JSON
+import SQLite
 import Testing
 
 @testable import Storage
@@ -24,6 +25,26 @@ import Testing
         #expect(onWriter.sameContent(as: byReader))
         #expect(onWriter.aliases.count == limit - 1)
         #expect(onWriter.devices.count == limit)
+    }
+
+    /// A reader's snapshot (an uncached GET) is the same one statement for a person of any size,
+    /// each part in the order of its own read: bytewise, and newest first with ties by device id.
+    @Test func aBigPersonIsReadInOneStatementInEachPartsOrder() throws {
+        let database = try TenantDatabase(prefix: "writer-snapshot", now: now)
+        let record = try TenantDatabase.makeSubscriber(
+            "big", children: 3 * limit, in: database.ctx, tenantID: database.tenant.id, now: now)
+        let ctx = database.ctx
+        for topic in ["\u{e9}t\u{e9}", "Zebra", "zebra", "e\u{301}t\u{e9}"] {
+            try ctx.writePreference(key: record.key, PreferenceRecord(topic: topic, subscribed: true, updatedAt: now))
+        }
+        let before = database.db.cachedStatementRuns
+        let together = try ctx.snapshot(of: record)
+        #expect(database.db.cachedStatementRuns - before == 1)
+        let partByPart = try SubscriberSnapshot.load(record, from: ctx)
+        #expect(together.sameContent(as: partByPart))
+        #expect(together.attributes.count == 3 * limit && together.preferences.count == 3 * limit + 4)
+        #expect(together.attributes.prefix(3).map(\.name) == ["k0", "k1", "k10"], "bytewise, not by insertion")
+        #expect(together.preferences.suffix(2).map(\.topic) == ["zebra", "\u{e9}t\u{e9}"], "UTF-8 bytes order")
     }
 
     @Test(arguments: ["aliases", "attributes", "push_subscriptions", "preferences", "devices"])

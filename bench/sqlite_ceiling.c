@@ -46,15 +46,14 @@
 #define SQL_DEVICES                                                                                 \
     "SELECT device_id, platform, app_version, os_version, model, locale, time_zone, last_seen_at\n" \
     "FROM devices WHERE subscriber_key = ? ORDER BY last_seen_at DESC, device_id"
-/* SQLiteContext.snapshotIfCheap: what a writer job reads to answer with the subscriber (the count,
+/* SQLiteContext.snapshotIfCheap: what a writer job reads to answer with the subscriber (the check,
  * then snapshot(of:)'s one statement, which a reader runs alone). */
-#define SQL_SNAPSHOT_COUNT                                                                              \
-    "SELECT max(\n"                                                                                      \
-    "    (SELECT count(*) FROM (SELECT 1 FROM aliases WHERE subscriber_key = ?1 LIMIT ?2)),\n"           \
-    "    (SELECT count(*) FROM (SELECT 1 FROM attributes WHERE subscriber_key = ?1 LIMIT ?2)),\n"        \
-    "    (SELECT count(*) FROM (SELECT 1 FROM push_subscriptions WHERE subscriber_key = ?1 LIMIT ?2)),\n" \
-    "    (SELECT count(*) FROM (SELECT 1 FROM preferences WHERE subscriber_key = ?1 LIMIT ?2)),\n"       \
-    "    (SELECT count(*) FROM (SELECT 1 FROM devices WHERE subscriber_key = ?1 LIMIT ?2)))"
+#define SQL_SNAPSHOT_CHECK                                                                             \
+    "SELECT EXISTS (SELECT 1 FROM aliases WHERE subscriber_key = ?1 LIMIT 1 OFFSET ?2)\n"              \
+    "    OR EXISTS (SELECT 1 FROM attributes WHERE subscriber_key = ?1 LIMIT 1 OFFSET ?2)\n"           \
+    "    OR EXISTS (SELECT 1 FROM push_subscriptions WHERE subscriber_key = ?1 LIMIT 1 OFFSET ?2)\n"   \
+    "    OR EXISTS (SELECT 1 FROM preferences WHERE subscriber_key = ?1 LIMIT 1 OFFSET ?2)\n"          \
+    "    OR EXISTS (SELECT 1 FROM devices WHERE subscriber_key = ?1 LIMIT 1 OFFSET ?2)"
 #define SQL_SMALL_SNAPSHOT                                                                                                       \
     "SELECT 0, alias, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM aliases WHERE subscriber_key = ?1 AND alias <> ?2\n"          \
     "UNION ALL SELECT 1, name, value, set_by_backend, NULL, NULL, NULL, NULL, NULL FROM attributes\n"                           \
@@ -236,17 +235,17 @@ static void snapshot(const Sub *r) {
     sqlite3_stmt *s = stmt(SQL_SMALL_SNAPSHOT); i64(s, 1, r->key); text(s, 2, r->id); run(s);
 }
 
-/* SQLiteContext.snapshotIfCheap, on the writer: a bounded count, then the five parts in one
- * statement when each is small (the server's writer jobs answer from it; past the limit it reads
- * after the commit instead, which these scenarios never reach). */
+/* SQLiteContext.snapshotIfCheap, on the writer: whether a part has a row past the limit, then the
+ * five parts in one statement when none has (the server's writer jobs answer from it; past the
+ * limit it reads after the commit instead, which these scenarios never reach). */
 static void writer_snapshot(const Sub *r) {
-    sqlite3_stmt *s = stmt(SQL_SNAPSHOT_COUNT);
+    sqlite3_stmt *s = stmt(SQL_SNAPSHOT_CHECK);
     i64(s, 1, r->key);
-    i64(s, 2, WRITER_SNAPSHOT_PART_LIMIT + 1);
-    if (sqlite3_step(s) != SQLITE_ROW) die("snapshot count");
-    long long largest = sqlite3_column_int64(s, 0);
+    i64(s, 2, WRITER_SNAPSHOT_PART_LIMIT);
+    if (sqlite3_step(s) != SQLITE_ROW) die("snapshot check");
+    long long big = sqlite3_column_int64(s, 0);
     sqlite3_reset(s);
-    if (largest > WRITER_SNAPSHOT_PART_LIMIT) return;
+    if (big) return;
     s = stmt(SQL_SMALL_SNAPSHOT); i64(s, 1, r->key); text(s, 2, r->id); run(s);
 }
 

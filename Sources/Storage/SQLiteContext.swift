@@ -536,14 +536,11 @@ struct SQLiteContext: IdentityWriteContext {
     /// thread many times what one to a new person costs; the check steps at most one index entry
     /// past the limit per part.
     ///
-    /// Two statements: the check, then one read of all five parts (`snapshot(of:)`). On the one
-    /// writer thread a statement costs ~7k instructions before its rows, and six of them (a count,
-    /// then a read per part) were an eighth of an identify-link's instructions. The check asks
-    /// whether a part has a row past the limit (`EXISTS … OFFSET`) rather than counting each part
-    /// up to it: a rename's job 163.5k → 160.5k instructions (`bench/identify-instructions.sh`).
-    /// Dropping the check for a LIMIT on the read itself saved ~12k more, but a big person's
-    /// write then stepped through 17 rows of its big part and decoded them for nothing: 1.7 times
-    /// a fresh person's VM steps (`FanOutLimitTests` allows 1.25).
+    /// Two statements: the check, then one read of all five parts (`snapshot(of:)`). The check
+    /// asks whether a part has a row past the limit (`EXISTS … OFFSET`), which is cheaper than
+    /// counting each part up to it. It stays a statement of its own: a LIMIT on the read instead
+    /// would make a big person's write step through and decode rows it then throws away
+    /// (`FanOutLimitTests`; the figures are in bench/README.md).
     func snapshotIfCheap(of record: SubscriberRecord) throws -> SubscriberSnapshot? {
         let big = try db.firstRow(
             """

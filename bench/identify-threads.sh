@@ -11,7 +11,8 @@
 # many renames a transaction as the server's mean group in that round, then with 64, both at
 # synchronous=NORMAL (no fsync inside COMMIT, so only CPU differs). Prints per thread: CPU per
 # identify (user / system, from /proc/<pid>/task/*/stat), cores used, time waiting for a core
-# (schedstat), bytes handed to write(2) per identify (the log); and the ceiling's CPU per rename.
+# (schedstat), bytes handed to write(2) per identify (the log); wrk's own CPU per identify (it runs
+# on the same two cores); and the ceiling's CPU per rename.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
@@ -65,8 +66,14 @@ for round in $(seq "$ROUNDS"); do
     wrk -t2 -c64 -d1s "$BASE/healthz" >/dev/null
     threads "$SERVER" >"$WORK/before"
     groups_before=$(groups "$BASE")
-    wrk -t2 -c64 -d"${DUR}s" --latency "$BASE/v1/identify" -s bench/lua/identify.lua -- \
-        0 $((SPAN / 2)) "$CLIENT_KEY" "t$round" >"$WORK/wrk.txt"
+    # wrk's own CPU too (getrusage of the child): it shares the two cores with the server.
+    python3 -c '
+import resource, subprocess, sys
+with open(sys.argv[1], "w") as out: subprocess.run(sys.argv[2:], check=True, stdout=out)
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+open(sys.argv[1] + ".cpu", "w").write(f"{usage.ru_utime} {usage.ru_stime}")' "$WORK/wrk.txt" \
+        wrk -t2 -c64 -d"${DUR}s" --latency "$BASE/v1/identify" -s bench/lua/identify.lua -- \
+        0 $((SPAN / 2)) "$CLIENT_KEY" "t$round"
     threads "$SERVER" >"$WORK/after"
     groups_after=$(groups "$BASE")
     kill "$SERVER"; wait "$SERVER" 2>/dev/null || true
@@ -101,6 +108,9 @@ for comm in sorted(after):
           f"  cores {(user + system) / hz / dur:4.2f}  waiting {waited / 1e9 / dur:4.2f}"
           f"  written {written / renames:6.0f} B")
 print(f"  server, all threads {total:.1f} µs an identify")
+user, system = map(float, open(f"{work}/wrk.txt.cpu").read().split())
+print(f"  wrk              {(user + system) * 1e6 / renames:6.1f} µs (user {user * 1e6 / renames:5.1f}, system {system * 1e6 / renames:5.1f})"
+      f"  cores {(user + system) / dur:4.2f}")
 open(f"{work}/mean_group", "w").write(str(max(1, round(mean))))
 PY
     mean_group=$(cat "$WORK/mean_group")

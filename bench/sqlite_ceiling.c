@@ -456,12 +456,19 @@ static double bench_copy(long long big_index, long long target_index, int full_a
     if (full_absorb) control(SQL_SAVEPOINT);
     Sub t, src;
     if (!sub_by_alias(person, &t) || !sub_by_alias(anon, &src)) die("absorb: missing subscriber");
-    sqlite3_stmt *s = stmt(SQL_COPY_EVENTS);
+    sqlite3_stmt *s;
+    if (full_absorb) {
+        /* Merger.mergeUnsaved: both persons' ids counted against maxAliases before the merge. */
+        s = stmt(SQL_ALIAS_COUNT); i64(s, 1, t.key); run(s);
+        s = stmt(SQL_ALIAS_COUNT); i64(s, 1, src.key); run(s);
+    }
+    s = stmt(SQL_COPY_EVENTS);
     i64(s, 1, t.key); i64(s, 2, src.key); i64(s, 3, t.last_seq);
     run(s);
     long long moved = sqlite3_changes(db);
     if (full_absorb) {
-        /* Merger.absorb after the copy, then the marker event, update, snapshot. */
+        /* Merger.absorb after the copy, then the marker event (with its moves probe), update,
+         * snapshot. */
         t.last_seq += moved; t.event_count += moved;
         s = stmt(SQL_MOVE_PUSH); i64(s, 1, t.key); i64(s, 2, src.key); run(s);
         s = stmt(SQL_EVICT_PUSH); i64(s, 1, t.key); i64(s, 2, 20); run(s);
@@ -477,6 +484,7 @@ static double bench_copy(long long big_index, long long target_index, int full_a
         char client_id[80], props[160];
         snprintf(client_id, sizeof client_id, "$subscriber.merged:%s", anon);
         merged_props(props, sizeof props, anon, "absorb", moved);
+        s = stmt(SQL_HAS_INCOMING_MOVES); i64(s, 1, t.key); run(s);
         if (insert_event(t.key, t.last_seq + 1, client_id, "$subscriber.merged", wall_ms(), props)) {
             t.last_seq++; t.event_count++;
         }

@@ -54,6 +54,15 @@ threads() {
     done
 }
 groups() { curl -sf "$1/metrics" | awk '/^buzzkit_write_batch_size_(sum|count)/ {printf "%s ", $2}'; }
+# with_cpu CMD…: runs CMD, its output passed on, then one line more: its user and system CPU
+# seconds (getrusage of the child: no /usr/bin/time on a fresh machine).
+with_cpu() {
+    python3 -c '
+import resource, subprocess, sys
+subprocess.run(sys.argv[1:], check=True)
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(usage.ru_utime, usage.ru_stime)' "$@"
+}
 
 for round in $(seq "$ROUNDS"); do
     cp "$WORK/seed.sqlite" "$WORK/db.sqlite"
@@ -66,14 +75,9 @@ for round in $(seq "$ROUNDS"); do
     wrk -t2 -c64 -d1s "$BASE/healthz" >/dev/null
     threads "$SERVER" >"$WORK/before"
     groups_before=$(groups "$BASE")
-    # wrk's own CPU too (getrusage of the child): it shares the two cores with the server.
-    python3 -c '
-import resource, subprocess, sys
-with open(sys.argv[1], "w") as out: subprocess.run(sys.argv[2:], check=True, stdout=out)
-usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-open(sys.argv[1] + ".cpu", "w").write(f"{usage.ru_utime} {usage.ru_stime}")' "$WORK/wrk.txt" \
-        wrk -t2 -c64 -d"${DUR}s" --latency "$BASE/v1/identify" -s bench/lua/identify.lua -- \
-        0 $((SPAN / 2)) "$CLIENT_KEY" "t$round"
+    # wrk's own CPU too: it shares the two cores with the server.
+    with_cpu wrk -t2 -c64 -d"${DUR}s" --latency "$BASE/v1/identify" -s bench/lua/identify.lua -- \
+        0 $((SPAN / 2)) "$CLIENT_KEY" "t$round" >"$WORK/wrk.txt"
     threads "$SERVER" >"$WORK/after"
     groups_after=$(groups "$BASE")
     kill "$SERVER"; wait "$SERVER" 2>/dev/null || true
@@ -108,7 +112,7 @@ for comm in sorted(after):
           f"  cores {(user + system) / hz / dur:4.2f}  waiting {waited / 1e9 / dur:4.2f}"
           f"  written {written / renames:6.0f} B")
 print(f"  server, all threads {total:.1f} µs an identify")
-user, system = map(float, open(f"{work}/wrk.txt.cpu").read().split())
+user, system = map(float, [l for l in wrk if l.strip()][-1].split())  # with_cpu's line
 print(f"  wrk              {(user + system) * 1e6 / renames:6.1f} µs (user {user * 1e6 / renames:5.1f}, system {system * 1e6 / renames:5.1f})"
       f"  cores {(user + system) / dur:4.2f}")
 open(f"{work}/mean_group", "w").write(str(max(1, round(mean))))
@@ -118,12 +122,7 @@ PY
         cp "$WORK/seed.sqlite" "$WORK/ceiling.sqlite"
         rm -f "$WORK"/ceiling.sqlite-*
         sync
-        # Its CPU from getrusage of the child: no /usr/bin/time on a fresh machine.
-        out=$(CEILING_PER_TXN="$per_txn" CEILING_SYNCHRONOUS=NORMAL python3 -c '
-import resource, subprocess, sys
-subprocess.run(sys.argv[1:], check=True)
-usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(usage.ru_utime, usage.ru_stime)' \
+        out=$(CEILING_PER_TXN="$per_txn" CEILING_SYNCHRONOUS=NORMAL with_cpu \
             "$WORK/sqlite_ceiling" bench "$WORK/ceiling.sqlite" "$TENANT" "$DUR" 50000 0 "$KEY_HASH" 0 identify)
         rate=$(awk '/^identify_group/ {print $2}' <<<"$out")
         read -r user system < <(tail -1 <<<"$out")

@@ -551,7 +551,8 @@ struct SQLiteContext: IdentityWriteContext {
                 OR EXISTS (SELECT 1 FROM devices WHERE subscriber_key = ?1 LIMIT 1 OFFSET ?2)
             """, .integer(record.key), .integer(Int64(Self.writerSnapshotPartLimit)),
             read: { try $0.requiredBool(at: 0) })
-        guard big == false else { return nil }
+        // No row (never, for EXISTS) is taken as big: the reader then reads it.
+        guard let big, !big else { return nil }
         return try snapshot(of: record)
     }
 

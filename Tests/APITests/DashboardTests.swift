@@ -6,7 +6,7 @@ import Testing
 /// and byte for byte the files of the repository's `dashboard/` folder, so an edit to one of them
 /// is what the next build serves.
 @Suite struct DashboardTests {
-    static let folder = OpenAPIDocumentTests.packageRoot.appendingPathComponent("dashboard")
+    static let folder = repositoryRoot.appendingPathComponent("dashboard")
 
     /// The files of `dashboard/`, by name.
     static func repositoryFiles() throws -> [String: [UInt8]] {

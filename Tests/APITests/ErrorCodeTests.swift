@@ -1,6 +1,7 @@
 import Foundation
 import HTTP1
 import Identity
+import TestSupport
 import Testing
 
 @testable import API
@@ -10,8 +11,7 @@ import Testing
 @Suite struct ErrorCodeTests {
     /// The domain's and the API layer's sources (the HTTP layers own their protocol codes).
     private func sources() throws -> [(file: String, text: String)] {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources")
-            .standardized
+        let root = repositoryRoot.appendingPathComponent("Sources")
         var found: [(String, String)] = []
         for module in ["Identity", "API", "Storage", "CLI"] {
             let directory = root.appendingPathComponent(module)

@@ -9,14 +9,10 @@ import Testing
 /// the document must keep its own rules: OpenAPI 3.1, a description on every field, named
 /// schemas with `required`, responses on every operation, every `$ref` resolvable.
 @Suite struct OpenAPIDocumentTests {
-    /// The repository root, from this file's path: `Tests/APITests/OpenAPIDocumentTests.swift`.
-    static let packageRoot = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
     static let methods = ["get", "put", "post", "delete", "patch", "head", "options", "trace"]
 
     static func loadBytes() throws -> [UInt8] {
-        Array(try Data(contentsOf: packageRoot.appendingPathComponent("openapi.json")))
+        Array(try Data(contentsOf: repositoryRoot.appendingPathComponent("openapi.json")))
     }
 
     static func loadDocument() throws -> JSONObject {

@@ -65,9 +65,8 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(first.status, 0, first.stderr)
         XCTAssertTrue(first.stdout.hasPrefix("applied: 0001_initial"), first.stdout)
         let ledger = try sqlite(database, "SELECT version, name FROM schema_migrations ORDER BY version")
-        // One ledger row per file of migrations/ (the repository root is three levels up).
-        let migrationsFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("migrations")
+        // One ledger row per file of migrations/.
+        let migrationsFolder = repositoryRoot.appendingPathComponent("migrations")
         let files = try FileManager.default.contentsOfDirectory(atPath: migrationsFolder.path).filter {
             $0.hasSuffix(".sql")
         }

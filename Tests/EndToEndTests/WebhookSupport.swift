@@ -12,12 +12,7 @@ final class WebhookReceiver: @unchecked Sendable {
     /// Its standard input: closed when this process ends, however it ends, so the receiver exits too.
     private let input = Pipe()
 
-    static let scriptPath: String = {
-        // Tests run from the package root (swift test) or a build folder beside it.
-        var url = URL(fileURLWithPath: #filePath)
-        for _ in 0..<3 { url.deleteLastPathComponent() }
-        return url.appendingPathComponent("scripts/webhooks/receiver.py").path
-    }()
+    static let scriptPath = repositoryRoot.appendingPathComponent("scripts/webhooks/receiver.py").path
 
     /// Started once per test process; each test tags its URLs so it reads only its own requests.
     static let shared: WebhookReceiver = {

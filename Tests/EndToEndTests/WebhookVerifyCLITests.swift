@@ -23,8 +23,7 @@ final class WebhookVerifyCLITests: XCTestCase {
 
     /// The README's Python block after `<!-- webhook-verify-python -->`, plus a driver that calls it.
     private func pythonVerifier() throws -> String {
-        let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("README.md")
+        let readme = repositoryRoot.appendingPathComponent("README.md")
         let text = try String(contentsOf: readme, encoding: .utf8)
         let marker = try XCTUnwrap(text.range(of: "<!-- webhook-verify-python -->\n```python\n"), "README snippet")
         let end = try XCTUnwrap(text.range(of: "\n```", range: marker.upperBound..<text.endIndex))

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `bench/sqlite_ceiling.c` is what SQLite alone does with the server's SQL: the identify, events
@@ -9,9 +10,6 @@ import Testing
 /// Statements the ceiling lacks are the other kind of drift; `IdentifyWriteCountTests` counts
 /// the writes, and the ceiling's comments name the domain code each request follows.
 @Suite struct CeilingSQLTests {
-    private static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../..").standardized
-
     /// The SQL texts in the C file: each `#define SQL_…` macro's string pieces joined, each
     /// `static const char SQL_…[]`, and each element of a `SQL_…[] = { … }` array.
     static func statements(inC source: String) -> [(name: String, sql: String)] {
@@ -100,7 +98,7 @@ import Testing
     private func serverSources() throws -> String {
         var text = ""
         for module in ["Storage", "SQLite"] {
-            let directory = Self.root.appendingPathComponent("Sources/\(module)")
+            let directory = repositoryRoot.appendingPathComponent("Sources/\(module)")
             let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
                 $0.hasSuffix(".swift")
             }
@@ -145,7 +143,7 @@ import Testing
 
     @Test func everyStatementOfTheCeilingIsTheServers() throws {
         let ceiling = try String(
-            contentsOf: Self.root.appendingPathComponent("bench/sqlite_ceiling.c"), encoding: .utf8)
+            contentsOf: repositoryRoot.appendingPathComponent("bench/sqlite_ceiling.c"), encoding: .utf8)
         let statements = Self.statements(inC: ceiling)
         // The rename, the events batch, the GET, the absorb and their transactions: about thirty.
         #expect(statements.count >= 25, "found only \(statements.map(\.name))")

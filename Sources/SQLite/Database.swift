@@ -126,9 +126,9 @@ package final class Database {
     /// journaled page and frees it at the job's `RELEASE`: one `malloc` and one `free` of 8 MiB a
     /// job. glibc serves them from the writer's arena (no `mmap` or `madvise` once warm), and only
     /// the pages written count towards RSS. Each does make glibc consolidate its small free
-    /// chunks: `malloc_consolidate` was 2 % of the writer's samples under identify, and glibc
-    /// without those chunks (`mxfast=0`) saved 0.9 % of its instructions (bench/README, "What an
-    /// identify and an uncached GET spend beyond SQLite").
+    /// chunks: `malloc_consolidate` was 2 % of the writer's samples under identify, and with glibc
+    /// keeping no such chunks (`mxfast=0`) the writer ran 0.9 % fewer instructions (bench/README,
+    /// "What an identify and an uncached GET spend beyond SQLite").
     private static let statementJournalInMemory = 8 << 20
 
     private var isInMemory: Bool { path == ":memory:" || path.isEmpty || path.hasPrefix("file::memory:") }

@@ -34,7 +34,7 @@ CLIENT_KEY=$(field x "['clientKey']")
 # --- the ceiling: identify_rename, counted alone ----------------------------------------------
 cp "$WORK/seed.sqlite" "$WORK/ceiling.sqlite"
 valgrind --tool=callgrind --toggle-collect=identify_rename --callgrind-out-file="$OUT/callgrind.ceiling" \
-    "$WORK/sqlite_ceiling" bench "$WORK/ceiling.sqlite" "$TENANT" 1 1000 0 x 0 identify >/dev/null 2>&1
+    "$WORK/sqlite_ceiling" bench "$WORK/ceiling.sqlite" "$TENANT" 1 1000 0 0 identify >/dev/null 2>&1
 ceiling=$(python3 bench/callgrind_calls.py "$OUT/callgrind.ceiling" identify_rename)
 
 # --- the server: N renames over 8 connections, every thread counted apart ---------------------

@@ -40,7 +40,6 @@ gcc -O2 -o "$WORK/sqlite_ceiling" bench/sqlite_ceiling.c -lsqlite3
 field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))$1)" "$WORK/tenant.json"; }
 TENANT=$(field "['tenant']['id']")
 CLIENT_KEY=$(field "['clientKey']")
-KEY_HASH=$(sqlite3 "$WORK/seed.sqlite" "SELECT hash FROM api_keys WHERE kind = 'secret'")
 "$WORK/sqlite_ceiling" seed "$WORK/seed.sqlite" "$TENANT" 50000 $((SPAN * 4)) 0 0 >/dev/null
 echo '{"logLevel": "warn", "clientKeyRatePerSecond": 0}' >"$WORK/config.json"
 
@@ -123,7 +122,7 @@ PY
         rm -f "$WORK"/ceiling.sqlite-*
         sync
         out=$(CEILING_PER_TXN="$per_txn" CEILING_SYNCHRONOUS=NORMAL with_cpu \
-            "$WORK/sqlite_ceiling" bench "$WORK/ceiling.sqlite" "$TENANT" "$DUR" 50000 0 "$KEY_HASH" 0 identify)
+            "$WORK/sqlite_ceiling" bench "$WORK/ceiling.sqlite" "$TENANT" "$DUR" 50000 0 0 identify)
         rate=$(awk '/^identify_group/ {print $2}' <<<"$out")
         read -r user system < <(tail -1 <<<"$out")
         python3 -c "r=$rate; n=r*$DUR; print(f'  sqlite_ceiling, {$per_txn} a transaction (NORMAL): {r:,.0f} a second, {($user+$system)*1e6/n:.1f} µs a rename (user {$user*1e6/n:.1f}, system {$system*1e6/n:.1f})')"

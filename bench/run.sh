@@ -78,7 +78,6 @@ json() { python3 -c "import json,sys; d=json.load(open('$WORK/tenant.json')); pr
 TENANT=$(json "d['tenant']['id']")
 CLIENT_KEY=$(json "d['clientKey']")
 SECRET_KEY=$(json "d['secretKey']")
-SECRET_HASH=$(sqlite3 "$DB" "SELECT hash FROM api_keys WHERE kind = 'secret'")
 echo "seeding $PEOPLE people, $POOL anonymous, $BIG × $BIG_EVENTS events…"
 "$CEILING" seed "$DB" "$TENANT" $PEOPLE $POOL $BIG $BIG_EVENTS >/dev/null
 cp "$DB" "$WORK/seed.sqlite"   # pristine copy: each ceiling run works on its own copy of it
@@ -143,7 +142,7 @@ ceiling_run() {  # ceiling_run SCENARIOS RUN ANON_FROM [PREFIX]: rows recorded a
     cp "$WORK/seed.sqlite" "$WORK/ceiling.sqlite"
     rm -f "$WORK/ceiling.sqlite-wal" "$WORK/ceiling.sqlite-shm"
     sync   # the copy's write-back must not land in the ceiling's fsyncs either
-    "$CEILING" bench "$WORK/ceiling.sqlite" "$TENANT" "$DUR" $PEOPLE "$anon_from" "$SECRET_HASH" $BIG "$scenarios" >"$file"
+    "$CEILING" bench "$WORK/ceiling.sqlite" "$TENANT" "$DUR" $PEOPLE "$anon_from" $BIG "$scenarios" >"$file"
     while read -r name value unit; do
         record "ceiling_$prefix$name" sqlite "$run" "$value" 0 0
         echo "  ceiling $prefix$name #$run: $value $unit"

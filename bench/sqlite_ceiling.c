@@ -6,8 +6,7 @@
  *       `$subscriber.merged` event each, like a real identify leaves them), ANON anonymous
  *       subscribers `anon_%021d` (the pool the identify benchmark renames), and BIG anonymous
  *       subscribers `anon_big%018d` with BIG_EVENTS events each (the absorb benchmark).
- *   sqlite_ceiling bench DB TENANT SECONDS PEOPLE ANON_FROM KEY_HASH BIG SCENARIOS
- *       (KEY_HASH is accepted and ignored: the server serves keys from its AuthCache)
+ *   sqlite_ceiling bench DB TENANT SECONDS PEOPLE ANON_FROM BIG SCENARIOS
  *       Runs the scenarios named in SCENARIOS (identify,events,get,copy) on DB (give it a copy: it writes) with synchronous=FULL, WAL,
  *       foreign_keys=ON and an 8 MiB in-memory sub-journal (the server's connection settings) and
  *       prints `name value unit` lines.
@@ -500,7 +499,7 @@ static double bench_copy(long long big_index, long long target_index, int full_a
 int main(int argc, char **argv) {
     if (argc < 4) {
         fprintf(stderr, "usage: sqlite_ceiling seed DB TENANT PEOPLE ANON BIG BIG_EVENTS\n"
-                        "       sqlite_ceiling bench DB TENANT SECONDS PEOPLE ANON_FROM KEY_HASH BIG SCENARIOS\n");
+                        "       sqlite_ceiling bench DB TENANT SECONDS PEOPLE ANON_FROM BIG SCENARIOS\n");
         return 2;
     }
     /* The server's process-wide setting (Database.statementJournalInMemory in
@@ -519,13 +518,12 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "seed") && argc == 8) {
         seed(atoll(argv[4]), atoll(argv[5]), atoll(argv[6]), atoll(argv[7]));
         printf("seeded\n");
-    } else if (!strcmp(argv[1], "bench") && argc == 10) {
+    } else if (!strcmp(argv[1], "bench") && argc == 9) {
         double seconds = atof(argv[4]);
         long long people = atoll(argv[5]);
         anon_next = atoll(argv[6]);
-        /* argv[7], KEY_HASH, is no longer read: a GET's key comes from the server's AuthCache. */
-        int big = atoi(argv[8]);
-        const char *which = argv[9]; /* comma-separated: identify,events,get,copy */
+        int big = atoi(argv[7]);
+        const char *which = argv[8]; /* comma-separated: identify,events,get,copy */
         srandom(42);
         /* The server checkpoints off the request path; do the same so WAL growth is comparable. */
         exec("PRAGMA wal_autocheckpoint = 0");

@@ -9,21 +9,6 @@ import Testing
 /// API.md §2: each code is declared once, with its status beside it, and nothing decides by
 /// comparing code strings.
 @Suite struct ErrorCodeTests {
-    /// The domain's and the API layer's sources (the HTTP layers own their protocol codes).
-    private func sources() throws -> [(file: String, text: String)] {
-        let root = repositoryRoot.appendingPathComponent("Sources")
-        var found: [(String, String)] = []
-        for module in ["Identity", "API", "Storage", "CLI"] {
-            let directory = root.appendingPathComponent(module)
-            guard let walker = FileManager.default.enumerator(atPath: directory.path) else { continue }
-            for case let file as String in walker where file.hasSuffix(".swift") {
-                found.append(
-                    (module + "/" + file, try String(contentsOfFile: directory.path + "/" + file, encoding: .utf8)))
-            }
-        }
-        return found
-    }
-
     @Test func everyCodeIsWrittenOnce() throws {
         let codes = [
             "invalid_json", "invalid_request", "invalid_external_id", "invalid_anonymous_id", "invalid_attributes",
@@ -34,7 +19,8 @@ import Testing
             "internal_error", "unavailable", "attribute_protected", "idempotency_key_in_progress",
             "idempotency_key_reused",
         ]
-        let files = try sources()
+        // The domain's and the API layer's sources (the HTTP layers own their protocol codes).
+        let files = try swiftSources(ofModules: ["Identity", "API", "Storage", "CLI"])
         #expect(files.count > 20)
         for code in codes {
             let places = files.filter { $0.text.contains("\"\(code)\"") }.map(\.file)

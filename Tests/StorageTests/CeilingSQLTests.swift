@@ -96,19 +96,8 @@ import Testing
     }
 
     private func serverSources() throws -> String {
-        var text = ""
-        for module in ["Storage", "SQLite"] {
-            let directory = repositoryRoot.appendingPathComponent("Sources/\(module)")
-            let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
-                $0.hasSuffix(".swift")
-            }
-            for file in files.sorted() {
-                text +=
-                    try Self.expandingConstants(String(contentsOfFile: directory.path + "/" + file, encoding: .utf8))
-                    + "\n"
-            }
-        }
-        return Self.normalized(text)
+        let texts = try swiftSources(ofModules: ["Storage", "SQLite"]).map { try Self.expandingConstants($0.text) }
+        return Self.normalized(texts.joined(separator: "\n"))
     }
 
     @Test func theExtractorReadsPiecesEscapesAndArrays() {

@@ -5,11 +5,12 @@
 # (the socket calls) is the same for both; what differs is user space.
 #
 #   bench/cpu-per-request.sh                  # release build, 64 connections, 5 s, 3 rounds
-#   ROUNDS=5 BUZZKIT_BINARY=/tmp/other bench/cpu-per-request.sh
+#   ROUNDS=5 CONNS=256 BUZZKIT_BINARY=/tmp/other bench/cpu-per-request.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BUZZKIT_BINARY:-.build/release/buzzkit}
 ROUNDS=${ROUNDS:-3}
+CONNS=${CONNS:-64}
 [ -x "$BIN" ] || { echo "no $BIN: swift build -c release --product buzzkit"; exit 1; }
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
@@ -21,10 +22,10 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 ticks() { for p in "$@"; do awk '{print $14, $15}' "/proc/$p/stat"; done | awk '{u += $1; s += $2} END {print u, s}'; }
 measure() {  # measure NAME URL PID… → one line: user and system µs per request
     local name=$1 url=$2; shift 2
-    wrk -t2 -c64 -d2s "$url" >/dev/null
+    wrk -t2 -c"$CONNS" -d2s "$url" >/dev/null
     local before after n
     before=$(ticks "$@")
-    n=$(wrk -t2 -c64 -d5s "$url" | awk '/requests in/ {print $1}')
+    n=$(wrk -t2 -c"$CONNS" -d5s "$url" | awk '/requests in/ {print $1}')
     after=$(ticks "$@")
     echo "$before $after $n" | awk -v name="$name" -v hz="$(getconf CLK_TCK)" \
         '{printf "%-8s user %.2f us, system %.2f us per request (%d requests)\n", name,

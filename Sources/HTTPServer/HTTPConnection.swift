@@ -118,13 +118,14 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
             case .wouldBlock:
                 return
             case .processed(0):
-                run(machine.endOfInput(now: monotonicNanoseconds()))
+                run(machine.endOfInput(now: context.loop.iterationNanoseconds))
                 if !closed && machine.wantsRead == false { setInterest(interest.subtracting(.read)) }
                 return
             case .processed(let count):
                 run(
                     machine.bytesRead(
-                        UnsafeRawBufferPointer(rebasing: context.scratch[0..<count]), now: monotonicNanoseconds()))
+                        UnsafeRawBufferPointer(rebasing: context.scratch[0..<count]),
+                        now: context.loop.iterationNanoseconds))
                 if closed || !machine.wantsRead || lingering { return }
                 // A short read drained the socket: another read would almost always be an EAGAIN
                 // syscall per request. Epoll is level-triggered, so later bytes still wake us.
@@ -135,7 +136,7 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
 
     func writable() {
         guard !closed else { return }
-        if flush() { run(machine.writeCompleted(now: monotonicNanoseconds())) }
+        if flush() { run(machine.writeCompleted(now: context.loop.iterationNanoseconds)) }
     }
 
     // MARK: - Driving the machine
@@ -207,8 +208,8 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
     /// machine's next action once all of it is out; `.none` while the socket is full (the rest
     /// waits in `outgoing`) or after the connection failed.
     private func answer(_ response: HTTPResponse) -> ConnectionStateMachine.Action {
-        // One clock read for both: a synchronous write takes microseconds, deadlines are seconds.
-        let now = monotonicNanoseconds()
+        // The loop's time for both: a synchronous write takes microseconds, deadlines are seconds.
+        let now = context.loop.iterationNanoseconds
         guard let framing = machine.responseReady(response, now: now) else { return .none }
         defer { context.recycleOutput() }
         response.serialize(framing: framing, date: context.dateCache.current(), into: &context.output)

@@ -1,6 +1,6 @@
 """Opens N keep-alive connections, sends one GET /healthz on each, reads the answer, then holds
-them idle until stdin closes (or SIGTERM). Prints 'ready N' once all are idle."""
-import socket, sys
+them idle until SIGTERM. Prints 'ready N' once all are idle."""
+import signal, socket, sys
 
 port, count = int(sys.argv[1]), int(sys.argv[2])
 request = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -16,4 +16,6 @@ for i in range(count):
         data += chunk
     socks.append(s)
 print("ready", len(socks), flush=True)
-sys.stdin.read()
+# Waits for the signal itself: a `sleep` feeding stdin outlived every run and held its output open.
+while True:
+    signal.pause()

@@ -86,16 +86,16 @@ package struct Router: Sendable {
     /// a value that does not decode to UTF-8 makes the route not match.
     package func match(_ method: HTTPMethod, path: Substring) -> Match {
         var path = path
-        var parameters = PathParameters()
+        var parameters: [PathParameters.Parameter] = []
         let found = path.withUTF8 { find($0, from: 0, node: 0, parameters: &parameters) }
         guard let node = found else { return .notFound }
         let endpoints = nodes[node].endpoints
         if let endpoint = endpoints.first(where: { $0.method == method }) {
-            return .found(slot: endpoint.slot, parameters: parameters)
+            return .found(slot: endpoint.slot, parameters: PathParameters(parameters))
         }
         // RFC 9110 §9.3.2: HEAD is GET without the body.
         if method == .HEAD, let endpoint = endpoints.first(where: { $0.method == .GET }) {
-            return .found(slot: endpoint.slot, parameters: parameters)
+            return .found(slot: endpoint.slot, parameters: PathParameters(parameters))
         }
         var allowed = endpoints.map(\.method)
         if allowed.contains(.GET) && !allowed.contains(.HEAD) { allowed.append(.HEAD) }
@@ -106,7 +106,7 @@ package struct Router: Sendable {
     /// are skipped (`//a/` is `/a`). Only nodes with endpoints end a match.
     private func find(
         _ path: UnsafeBufferPointer<UInt8>, from start: Int, node index: Int,
-        parameters: inout PathParameters
+        parameters: inout [PathParameters.Parameter]
     ) -> Int? {
         let slash = UInt8(ascii: "/")
         var segmentStart = start
@@ -126,7 +126,7 @@ package struct Router: Sendable {
         if let child = nodes[index].parameterChild, let name = nodes[index].parameterName,
             let value = percentDecode(segment)
         {
-            parameters.append(name: name, value: value)
+            parameters.append(PathParameters.Parameter(name: name, value: value))
             if let found = find(path, from: segmentEnd, node: child, parameters: &parameters) { return found }
             parameters.removeLast()
         }
@@ -146,55 +146,26 @@ package struct Router: Sendable {
 }
 
 /// A matched route's path parameters, decoded, in path order. Routes have one or two, so the
-/// lookup by name scans them, and the first two are held inline: a dictionary cost an
-/// allocation and two hashes per request, an array still an allocation (~300 instructions of a
-/// cached GET, callgrind).
+/// lookup by name scans them: a dictionary cost an allocation and two hashes per request.
 package struct PathParameters: Sendable, Equatable, ExpressibleByDictionaryLiteral {
     struct Parameter: Sendable, Equatable {
         var name: String
         var value: String
     }
-    private var first: Parameter?
-    private var second: Parameter?
-    /// Past the second (no route has that many today).
-    private var more: [Parameter] = []
+    private var parameters: [Parameter]
 
-    init() {}
+    init(_ parameters: [Parameter]) { self.parameters = parameters }
 
     package init(dictionaryLiteral elements: (String, String)...) {
-        for (name, value) in elements { append(name: name, value: value) }
-    }
-
-    mutating func append(name: String, value: String) {
-        let parameter = Parameter(name: name, value: value)
-        if first == nil {
-            first = parameter
-        } else if second == nil {
-            second = parameter
-        } else {
-            more.append(parameter)
-        }
-    }
-
-    /// Drops the last one appended (the router backing out of a branch that did not match).
-    mutating func removeLast() {
-        if !more.isEmpty {
-            more.removeLast()
-        } else if second != nil {
-            second = nil
-        } else {
-            first = nil
-        }
+        parameters = elements.map { Parameter(name: $0.0, value: $0.1) }
     }
 
     /// The decoded value of the parameter `name` (`:name` in the route), if the route has one.
     package subscript(name: String) -> String? {
-        if let first, first.name == name { return first.value }
-        if let second, second.name == name { return second.value }
-        return more.first(where: { $0.name == name })?.value
+        parameters.first(where: { $0.name == name })?.value
     }
 
-    package var isEmpty: Bool { first == nil }
+    package var isEmpty: Bool { parameters.isEmpty }
 }
 
 /// Decodes `%XX` escapes (RFC 3986 §2.1); nil for a malformed escape or invalid UTF-8.

@@ -6,7 +6,7 @@ import JSON
 /// The response envelope every `/v1` answer, `/healthz`, `/readyz` and every error uses (API.md §2).
 package enum Envelope {
     /// Pre-encoded so every response does not build it again.
-    static let jsonContentType = HTTPField(name: "Content-Type", value: "application/json; charset=utf-8")
+    static let jsonContentType = HTTPField(cleanName: "Content-Type", value: "application/json; charset=utf-8")
 
     package static func success(
         _ data: JSONValue, serializedData: [UInt8]? = nil, status: HTTPStatus = .ok, requestID: String,
@@ -77,8 +77,9 @@ package enum Envelope {
     }
 
     private static func response(_ status: HTTPStatus, _ bytes: [UInt8], requestID: String) -> HTTPResponse {
-        // Built whole: one array, not a copy of shared headers grown by one.
-        let headers = HTTPHeaders(fields: [jsonContentType, HTTPField(name: "X-Request-Id", value: requestID)])
+        // Built whole: one array, not a copy of shared headers grown by one. Both fields are
+        // clean: a request id is minted here or echoed only if it is printable ASCII.
+        let headers = HTTPHeaders(fields: [jsonContentType, HTTPField(cleanName: "X-Request-Id", value: requestID)])
         return HTTPResponse(status: status, headers: headers, body: bytes)
     }
 }

@@ -69,6 +69,10 @@ package func serializeResponse(
     // By index, not `for field in`: binding each field would retain and release its strings.
     let fields = headers.fields
     for i in fields.indices {
+        if fields[i].isClean {
+            length += fields[i].name.utf8.count + 2 + fields[i].value.utf8.count + 2
+            continue
+        }
         switch FramingField(name: fields[i].name) {
         case .contentLength, .transferEncoding, .connection:
             continue
@@ -109,6 +113,10 @@ package func serializeResponse(
         head.literal(status.reasonPhrase)
         head.literal(Head.crlf)
         for i in fields.indices {
+            if fields[i].isClean {
+                head.cleanField(fields[i].name, fields[i].value)
+                continue
+            }
             switch FramingField(name: fields[i].name) {
             case .contentLength, .transferEncoding, .connection: continue
             default: head.field(fields[i].name, fields[i].value)
@@ -234,6 +242,16 @@ private struct HeadWriter {
         byte(HTTPBytes.colon)
         byte(HTTPBytes.sp)
         sanitized(value)
+        byte(HTTPBytes.cr)
+        byte(HTTPBytes.lf)
+    }
+
+    /// `Name: value\r\n` of a field made clean (`HTTPField(cleanName:value:)`): copied as it is.
+    mutating func cleanField(_ name: String, _ value: String) {
+        copied(name)
+        byte(HTTPBytes.colon)
+        byte(HTTPBytes.sp)
+        copied(value)
         byte(HTTPBytes.cr)
         byte(HTTPBytes.lf)
     }

@@ -59,12 +59,42 @@ package struct HTTPVersion: Hashable, Sendable, CustomStringConvertible {
 /// runtime's generic tuple witness, element by element (~150 instructions a field, callgrind),
 /// where a struct's own destroy releases its two strings directly.
 package struct HTTPField: Sendable, Hashable {
-    package var name: String
-    package var value: String
+    package var name: String { didSet { isClean = false } }
+    package var value: String { didSet { isClean = false } }
+    /// Made by `init(cleanName:value:)` and not changed since: the serializer writes it as it is,
+    /// without sanitising it or asking whether it is one of the framing fields it owns.
+    package private(set) var isClean = false
 
     package init(name: String, value: String) {
         self.name = name
         self.value = value
+    }
+
+    /// A field of the server's own making (the envelope's `Content-Type`, a checked
+    /// `X-Request-Id`): no CR, LF or NUL in either part, and not `Content-Length`,
+    /// `Transfer-Encoding`, `Connection`, `Date` or `Vary`. Checked in debug builds only: its
+    /// point is that a response's every field was being sanitised and classified again (~500
+    /// instructions of each answer, callgrind).
+    package init(cleanName name: String, value: String) {
+        self.name = name
+        self.value = value
+        assert(
+            !(name + value).utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }),
+            "a clean field holds a line break or NUL")
+        assert(
+            !["content-length", "transfer-encoding", "connection", "date", "vary"].contains(name.lowercased()),
+            "a framing field is never clean: the serializer decides it")
+        isClean = true
+    }
+
+    /// Equal by name and value: whether it was made clean does not change what it says.
+    package static func == (lhs: HTTPField, rhs: HTTPField) -> Bool {
+        lhs.name == rhs.name && lhs.value == rhs.value
+    }
+
+    package func hash(into hasher: inout Hasher) {
+        hasher.combine(name)
+        hasher.combine(value)
     }
 }
 

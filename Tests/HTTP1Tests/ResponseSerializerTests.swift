@@ -99,6 +99,27 @@ struct ResponseSerializerTests {
                 .hasPrefix("prefix|HTTP/1.1 200 OK\r\nX-Echo: a  Set-Cookie: x=1\r\nX Y: b c\r\n"))
     }
 
+    @Test("a clean field is written as made; changed, it is sanitised again")
+    func cleanFields() {
+        let clean = HTTPField(cleanName: "X-Request-Id", value: "req_abc")
+        #expect(clean.isClean)
+        #expect(clean == HTTPField(name: "X-Request-Id", value: "req_abc"))
+        #expect(
+            serialize(.ok, HTTPHeaders(fields: [clean]))
+                == "prefix|HTTP/1.1 200 OK\r\nX-Request-Id: req_abc\r\nContent-Length: 0\r\nDate: \(Self.date)\r\n\r\n")
+
+        var changed = clean
+        changed.value = "a\r\nSet-Cookie: x=1"
+        #expect(!changed.isClean)
+        var renamed = clean
+        renamed.name = "Content-Length"
+        #expect(!renamed.isClean)
+        #expect(
+            serialize(.ok, HTTPHeaders(fields: [changed, renamed]))
+                == "prefix|HTTP/1.1 200 OK\r\nX-Request-Id: a  Set-Cookie: x=1\r\nContent-Length: 0\r\n"
+                + "Date: \(Self.date)\r\n\r\n")
+    }
+
     @Test("the interim 100 response")
     func interim() {
         #expect(String(decoding: continueResponseBytes, as: UTF8.self) == "HTTP/1.1 100 Continue\r\n\r\n")

@@ -33,12 +33,13 @@ package final class EventLoop: @unchecked Sendable {
     package let name: String
     private let epollFD: Int32
     private let wakeFD: Int32
-    // Loop-thread state.
-    private var registrations: [Registration?] = []
-    private var nextGeneration: UInt32 = 0
-    private var timers = TimerHeap()
-    private var running = true
-    private var iterationStart: UInt64 = 0
+    // Loop-thread state: touched by the loop's thread only, one call at a time, so it skips the
+    // run-time exclusivity checks (three an iteration, ~80 instructions each, callgrind).
+    @exclusivity(unchecked) private var registrations: [Registration?] = []
+    @exclusivity(unchecked) private var nextGeneration: UInt32 = 0
+    @exclusivity(unchecked) private var timers = TimerHeap()
+    @exclusivity(unchecked) private var running = true
+    @exclusivity(unchecked) private var iterationStart: UInt64 = 0
     // Cross-thread state.
     private let tasks = PThreadLock<[@Sendable () -> Void]>([])
     private let wakeupPending = Atomic<Bool>(false)

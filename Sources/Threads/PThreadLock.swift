@@ -18,7 +18,9 @@ package final class PThreadLock<State>: @unchecked Sendable {
     // takes this lock for every hand-off, and an unspecialized generic call would cost more than
     // the lock itself.
     @usableFromInline let mutex: PThreadMutex
-    @usableFromInline var state: State
+    /// Touched only with `mutex` held, so never by two accesses at once: no run-time
+    /// exclusivity check (one per hand-off, ~80 instructions, callgrind).
+    @exclusivity(unchecked) @usableFromInline var state: State
 
     /// Guards `state`.
     package init(_ state: State) {

@@ -108,7 +108,7 @@ struct ConnectionStateMachine {
     mutating func bytesRead(_ bytes: UnsafeRawBufferPointer, now: UInt64) -> Action {
         guard !bytes.isEmpty else { return .none }
         if case .closed = state { return .none }
-        if readIndex == buffer.count {
+        if readIndex == buffer.count && !buffer.isEmpty {
             buffer.removeAll(keepingCapacity: true)
             readIndex = 0
         }
@@ -361,8 +361,10 @@ struct ConnectionStateMachine {
     // MARK: - Transitions
 
     private mutating func deliver(head: HTTPRequestHead, body: [UInt8], context: ResponseContext) -> Action {
-        // Compact: keep only what belongs to later (pipelined) requests.
-        if readIndex > 0 {
+        // Compact: keep only what belongs to later (pipelined) requests. When nothing does (the
+        // usual case) the buffer is left for `writeCompleted`, which empties it anyway: removing
+        // the whole range here too cost ~200 instructions a request.
+        if readIndex > 0 && readIndex < buffer.count {
             buffer.removeSubrange(0..<readIndex)
             readIndex = 0
         }

@@ -168,8 +168,8 @@ rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$SERVER_PID/status"; }
 
 # What an idle connection holds, measured first, on the server as it started: measured after the
 # other scenarios, the RSS grew by only 0–300 bytes a connection, because the connections took
-# memory those scenarios had freed and the allocator kept (the same build read 766 B on a fresh
-# server, 2026-12-06).
+# memory those scenarios had freed and the allocator kept (measured here first, the same build
+# read 757 B a connection, 2026-12-06).
 if has idle; then
     rss_before=$(rss_kib)
     python3 bench/idle.py "$PORT" $IDLE > "$WORK/idle.out" &

@@ -4,6 +4,10 @@ import Identity
 import JSON
 
 /// The response envelope every `/v1` answer, `/healthz`, `/readyz` and every error uses (API.md §2).
+///
+/// Every `requestID` given here must be one `Application.requestID(from:)` returned (minted, or
+/// an echoed `X-Request-Id` it checked is printable ASCII): it goes into the answer's
+/// `X-Request-Id` as a clean field, which the serializer does not sanitise.
 package enum Envelope {
     /// Pre-encoded so every response does not build it again.
     static let jsonContentType = HTTPField(cleanName: "Content-Type", value: "application/json; charset=utf-8")

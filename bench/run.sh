@@ -170,19 +170,25 @@ rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$SERVER_PID/status"; }
 # other scenarios, the RSS grew by only 0–300 bytes a connection, because the connections took
 # memory those scenarios had freed and the allocator kept (measured here first, the same build
 # read 757 B a connection, 2026-12-06).
-if has idle; then
-    rss_before=$(rss_kib)
-    python3 bench/idle.py "$PORT" $IDLE > "$WORK/idle.out" &
+# open_idle: $IDLE keep-alive connections, each past one answer, held by bench/idle.py until
+# close_idle (which waits a second for the server to close its side of them).
+open_idle() {
+    : >"$WORK/idle.out"
+    python3 bench/idle.py "$PORT" $IDLE >"$WORK/idle.out" &
     IDLE_PID=$!
     PIDS+=("$IDLE_PID")
     for _ in $(seq 600); do grep -q ready "$WORK/idle.out" && break; sleep 0.1; done
     sleep 1
+}
+close_idle() { kill "$IDLE_PID"; wait "$IDLE_PID" 2>/dev/null || true; sleep 1; }
+if has idle; then
+    rss_before=$(rss_kib)
+    open_idle
     rss_after=$(rss_kib)
     per=$(( (rss_after - rss_before) * 1024 / IDLE ))
     record idle_rss_per_conn buzzkit 1 "$per" 0 0
     echo "RSS of a fresh server $rss_before KiB → $rss_after KiB with $IDLE idle: $per bytes each"
-    kill "$IDLE_PID"; wait "$IDLE_PID" 2>/dev/null || true
-    sleep 1
+    close_idle
 fi
 
 # Warm-up: page cache, statement caches, allocator.
@@ -301,15 +307,9 @@ if has idle; then
         # /healthz without them just before each run with them: the ratio pairs the two (the
         # /healthz section's runs, minutes earlier, read 0.68 and 0.79 against a drifted machine).
         wrk_run healthz_beside_idle buzzkit "$run" 64 "$BASE/healthz"
-        : >"$WORK/idle.out"
-        python3 bench/idle.py "$PORT" $IDLE > "$WORK/idle.out" &
-        IDLE_PID=$!
-        PIDS+=("$IDLE_PID")
-        for _ in $(seq 600); do grep -q ready "$WORK/idle.out" && break; sleep 0.1; done
-        sleep 1
+        open_idle
         wrk_run healthz_c64_with_idle buzzkit "$run" 64 "$BASE/healthz"
-        kill "$IDLE_PID"; wait "$IDLE_PID" 2>/dev/null || true
-        sleep 1  # the server closes its side of the 10,000 before the next run without them
+        close_idle
     done
 fi
 metrics_after idle

@@ -70,6 +70,7 @@ package func serializeResponse(
     let fields = headers.fields
     for i in fields.indices {
         if fields[i].isClean {
+            assert(FramingField(name: fields[i].name) == .other, "a framing field is never clean: it is ours")
             length += fields[i].name.utf8.count + 2 + fields[i].value.utf8.count + 2
             continue
         }
@@ -246,12 +247,17 @@ private struct HeadWriter {
         byte(HTTPBytes.lf)
     }
 
-    /// `Name: value\r\n` of a field made clean (`HTTPField(cleanName:value:)`): copied as it is.
+    /// `Name: value\r\n` of a field made clean (`HTTPField(cleanName:value:)`): copied as it is
+    /// (debug builds check that nothing in it would have been sanitised).
     mutating func cleanField(_ name: String, _ value: String) {
+        let start = count
         copied(name)
         byte(HTTPBytes.colon)
         byte(HTTPBytes.sp)
         copied(value)
+        assert(
+            !UnsafeBufferPointer(start: base + start, count: count - start).contains(where: Self.endsLine),
+            "a clean field holds a line break or NUL")
         byte(HTTPBytes.cr)
         byte(HTTPBytes.lf)
     }
@@ -288,8 +294,13 @@ private struct HeadWriter {
     }
 
     private func blank(_ bytes: UnsafeMutablePointer<UInt8>, _ n: Int) {
-        for j in 0..<n where bytes[j] == HTTPBytes.cr || bytes[j] == HTTPBytes.lf || bytes[j] == 0 {
+        for j in 0..<n where Self.endsLine(bytes[j]) {
             bytes[j] = HTTPBytes.sp
         }
+    }
+
+    /// CR, LF or NUL: what a field's name or value must never carry onto the wire.
+    private static func endsLine(_ byte: UInt8) -> Bool {
+        byte == HTTPBytes.cr || byte == HTTPBytes.lf || byte == 0
     }
 }

@@ -241,6 +241,8 @@ package final class EventLoop: @unchecked Sendable {
 
     private func runTimers() {
         guard !timers.isEmpty else { return }
+        // A fresh read, not `iterationStart`: the iteration may have run long, and a timer due
+        // meanwhile should fire now, not one wait later.
         for body in timers.popDue(now: monotonicNanoseconds()) { body() }
     }
 

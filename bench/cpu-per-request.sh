@@ -2,7 +2,8 @@
 # Server CPU per /healthz request, user and system apart, for our server and for nginx with
 # bench/run.sh's config: utime and stime from /proc/<pid>/stat around a wrk run, each server
 # alone on the machine. Steadier than req/s for telling whose time it is: the kernel's share
-# (the socket calls) is the same for both; what differs is user space.
+# (the socket calls) is the same for both; what differs is user space. wrk's own CPU a request is
+# printed beside each, since it runs on the same two cores and its share sets the req/s ratio too.
 #
 #   bench/cpu-per-request.sh                  # release build, 64 connections, 5 s, 3 rounds
 #   ROUNDS=5 CONNS=256 BUZZKIT_BINARY=/tmp/other bench/cpu-per-request.sh
@@ -23,13 +24,17 @@ ticks() { for p in "$@"; do awk '{print $14, $15}' "/proc/$p/stat"; done | awk '
 measure() {  # measure NAME URL PID… → one line: user and system µs per request
     local name=$1 url=$2; shift 2
     wrk -t2 -c"$CONNS" -d2s "$url" >/dev/null
-    local before after n
+    local before after n wrk_cpu
     before=$(ticks "$@")
-    n=$(wrk -t2 -c"$CONNS" -d5s "$url" | awk '/requests in/ {print $1}')
+    # wrk's own CPU too (bash's `time`, user + system seconds): it shares the two cores.
+    local TIMEFORMAT='%U %S'
+    { time wrk -t2 -c"$CONNS" -d5s "$url" >"$WORK/wrk.out"; } 2>"$WORK/wrk.time"
     after=$(ticks "$@")
-    echo "$before $after $n" | awk -v name="$name" -v hz="$(getconf CLK_TCK)" \
-        '{printf "%-8s user %.2f us, system %.2f us per request (%d requests)\n", name,
-          ($3 - $1) * 1e6 / hz / $5, ($4 - $2) * 1e6 / hz / $5, $5}'
+    n=$(awk '/requests in/ {print $1}' "$WORK/wrk.out")
+    wrk_cpu=$(awk '{print $1 + $2}' "$WORK/wrk.time")
+    echo "$before $after $n $wrk_cpu" | awk -v name="$name" -v hz="$(getconf CLK_TCK)" \
+        '{printf "%-8s user %.2f us, system %.2f us per request; wrk %.2f us (%d requests)\n", name,
+          ($3 - $1) * 1e6 / hz / $5, ($4 - $2) * 1e6 / hz / $5, $6 * 1e6 / $5, $5}'
 }
 
 NGINX_PORT=$(free_port)

@@ -103,7 +103,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(name: "ThreadsTests", dependencies: ["Threads"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "SQLiteTests", dependencies: ["SQLite", "CSQLite", "Migrations", "Threads"],
+            name: "SQLiteTests", dependencies: ["SQLite", "CSQLite", "Migrations", "Threads", "TestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(name: "MigrationsTests", dependencies: ["Migrations"], swiftSettings: swiftSettings),
         .testTarget(

@@ -7,12 +7,17 @@
 #
 #   bench/cpu-per-request.sh                  # release build, 64 connections, 5 s, 3 rounds
 #   ROUNDS=5 CONNS=256 BUZZKIT_BINARY=/tmp/other bench/cpu-per-request.sh
+#   SYSCALLS=1 bench/cpu-per-request.sh       # and, in a further 3 s run each, the server's
+#                                             # socket and epoll calls a request (perf stat)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BUZZKIT_BINARY:-.build/release/buzzkit}
 ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-64}
 [ -x "$BIN" ] || { echo "no $BIN: swift build -c release --product buzzkit"; exit 1; }
+if [ "${SYSCALLS:-0}" = 1 ] && ! command -v perf >/dev/null; then
+    apt-get update -qq && apt-get install -y -qq linux-perf >/dev/null
+fi
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 [ -x "$NGINX" ] || { apt-get update -qq && apt-get install -y -qq nginx-light >/dev/null; NGINX=/usr/sbin/nginx; }
@@ -35,6 +40,25 @@ measure() {  # measure NAME URL PID… → one line: user and system µs per req
     echo "$before $after $n $wrk_cpu" | awk -v name="$name" -v hz="$(getconf CLK_TCK)" \
         '{printf "%-8s user %.2f us, system %.2f us per request; wrk %.2f us (%d requests)\n", name,
           ($3 - $1) * 1e6 / hz / $5, ($4 - $2) * 1e6 / hz / $5, $6 * 1e6 / $5, $5}'
+    [ "${SYSCALLS:-0}" = 1 ] && syscalls "$url" "$@"
+    return 0
+}
+
+# syscalls URL PID…: the system calls each server makes a request, counted by the kernel's
+# tracepoints in a run of their own (counting slows the calls a little, so not in the timed run).
+# The two servers use different calls for the same job (read/recvfrom, sendto/writev); what
+# matters is how many a request, and how many epoll_wait wake-ups serve them.
+syscalls() {
+    local url=$1; shift
+    local calls="read recvfrom write writev sendto epoll_wait epoll_ctl futex"
+    local events n
+    events=$(for c in $calls; do printf 'syscalls:sys_enter_%s,' "$c"; done)
+    perf stat -x, -e "${events%,}" -p "$(echo "$@" | tr ' ' ',')" -o "$WORK/perf.txt" -- sleep 3 &
+    local counter=$!
+    n=$(wrk -t2 -c"$CONNS" -d3s "$url" | awk '/requests in/ {print $1}')
+    wait "$counter"
+    awk -F, -v n="$n" '/sys_enter_/ && $1 > 0 {sub("syscalls:sys_enter_", "", $3); line = line sprintf(" %s %.3f", $3, $1 / n)}
+        END {print "         calls a request:" line}' "$WORK/perf.txt"
 }
 
 NGINX_PORT=$(free_port)

@@ -176,12 +176,13 @@ extension SQLiteContext {
             WHERE status = 'pending' AND endpoint_key IN (SELECT key FROM webhook_endpoints WHERE enabled = 0)
             """)
         var failed = db.changes
-        for key in try db.rows(
+        let disabledWithWaitingEvents = try db.rows(
             """
             SELECT DISTINCT o.endpoint_key FROM webhook_outbox AS o
             JOIN webhook_endpoints AS w ON w.key = o.endpoint_key WHERE w.enabled = 0
             """
-        ) { $0.int(at: 0) } {
+        ) { $0.int(at: 0) }
+        for key in disabledWithWaitingEvents {
             failed += try failWaitingEvents(endpointKey: key)
         }
         return failed

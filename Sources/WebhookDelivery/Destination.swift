@@ -111,6 +111,11 @@ package struct DestinationPolicy: Sendable {
         return addresses
     }
 
+    /// The text `inet_ntop` wrote, up to its terminating NUL.
+    private static func string(fromNulTerminated buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     private static func address(_ info: addrinfo) -> Address? {
         guard let sockaddr = info.ai_addr else { return nil }
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
@@ -119,12 +124,12 @@ package struct DestinationPolicy: Sendable {
             var v4 = sockaddr.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
             let bytes = withUnsafeBytes(of: &v4) { Array($0) }
             inet_ntop(AF_INET, &v4, &text, socklen_t(text.count))
-            return Address(bytes: bytes, text: String(cString: text))
+            return Address(bytes: bytes, text: string(fromNulTerminated: text))
         case AF_INET6:
             var v6 = sockaddr.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_addr }
             let bytes = withUnsafeBytes(of: &v6) { Array($0) }
             inet_ntop(AF_INET6, &v6, &text, socklen_t(text.count))
-            return Address(bytes: bytes, text: String(cString: text))
+            return Address(bytes: bytes, text: string(fromNulTerminated: text))
         default:
             return nil
         }

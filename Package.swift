@@ -89,7 +89,7 @@ let package = Package(
             name: "BuzzKitExample", dependencies: ["BuzzKit"], path: "Examples/BuzzKitExample",
             swiftSettings: swiftSettings),
         .executableTarget(
-            name: "BuzzKitSDKBench", dependencies: ["BuzzKit"], path: "bench/sdk", exclude: ["run.sh"],
+            name: "BuzzKitSDKBench", dependencies: ["BuzzKit"], path: "bench/sdk", exclude: ["run.sh", "README.md"],
             swiftSettings: swiftSettings),
 
         // MARK: - Tests

@@ -33,8 +33,8 @@ func runProcess(
     defer { try? FileManager.default.removeItem(at: directory) }
     let outURL = directory.appendingPathComponent("out")
     let errURL = directory.appendingPathComponent("err")
-    FileManager.default.createFile(atPath: outURL.path, contents: nil)
-    FileManager.default.createFile(atPath: errURL.path, contents: nil)
+    try Data().write(to: outURL)
+    try Data().write(to: errURL)
     process.standardOutput = try FileHandle(forWritingTo: outURL)
     process.standardError = try FileHandle(forWritingTo: errURL)
     try process.run()

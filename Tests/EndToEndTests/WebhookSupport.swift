@@ -24,7 +24,7 @@ final class WebhookReceiver: @unchecked Sendable {
             "buzzkit-receiver-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         logPath = directory.appendingPathComponent("requests.jsonl").path
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        try Data().write(to: URL(fileURLWithPath: logPath))
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", Self.scriptPath, "serve", "--log", logPath, "--exit-with-stdin"]

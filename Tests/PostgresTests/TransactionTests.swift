@@ -61,7 +61,7 @@ struct TransactionTests {
                 }
             }
             #expect(error?.isUniqueViolation == true)
-            try db.savepoint("two") { try db.execute("INSERT INTO t(id) VALUES ($1)", [3]) }
+            _ = try db.savepoint("two") { try db.execute("INSERT INTO t(id) VALUES ($1)", [3]) }
         }
         #expect(try db.query("SELECT id FROM t ORDER BY id").map { try $0.int(0) } == [1, 3])
     }

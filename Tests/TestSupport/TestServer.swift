@@ -66,7 +66,7 @@ package final class TestServer: @unchecked Sendable {
         let stdout = Pipe()
         process.standardOutput = stdout
         let stderrPath = directory.appendingPathComponent("stderr.log").path
-        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        try Data().write(to: URL(fileURLWithPath: stderrPath))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
         try process.run()
 

@@ -26,7 +26,7 @@ trap 'kill $(jobs -p) 2>/dev/null; "$NGINX" -c "$WORK/nginx.conf" -p "$WORK" -s 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 ticks() { for p in "$@"; do awk '{print $14, $15}' "/proc/$p/stat"; done | awk '{u += $1; s += $2} END {print u, s}'; }
-measure() {  # measure NAME URL PID… → one line: user and system µs per request
+measure() {  # measure NAME URL PID… → user and system µs per request (and, with SYSCALLS=1, the calls)
     local name=$1 url=$2; shift 2
     wrk -t2 -c"$CONNS" -d2s "$url" >/dev/null
     local before after n wrk_cpu

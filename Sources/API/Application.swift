@@ -70,15 +70,16 @@ package struct Reply: Sendable {
         // then the handler's own members after it.
         var bytes = Rendering.subscriberData(snapshot)
         if let members = data.objectValue, !members.isEmpty {
-            bytes.removeLast()  // the closing brace
-            var out = JSONBytes(continuing: bytes)
+            var out = JSONWriter(capacity: bytes.count + 128)
+            out.append(bytes)
+            out.dropLast(1)  // the closing brace
             for (name, value) in members where name != "subscriber" {
                 out.literal(",")
                 out.key(name)
                 out.value(value)
             }
             out.literal("}")
-            bytes = out.bytes
+            bytes = out.finish()
         }
         serializedData = bytes
         data = .null

@@ -18,27 +18,26 @@ package enum Envelope {
     ) -> HTTPResponse {
         // Written straight out, in the order a tree of the envelope serialises to: no envelope
         // object built per request, and `data` spliced in as bytes when it came serialised.
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(256 + (serializedData?.count ?? 0))
-        append(#"{"success":true,"data":"#, to: &bytes)
+        var out = JSONWriter(capacity: 256 + (serializedData?.count ?? 0))
+        out.literal(#"{"success":true,"data":"#)
         if let serializedData {
-            bytes.append(contentsOf: serializedData)
+            out.append(serializedData)
         } else {
-            data.serialize(into: &bytes)
+            out.value(data)
         }
-        append(#","error":null,"metadata":"#, to: &bytes)
+        out.literal(#","error":null,"metadata":"#)
         if warnings.isEmpty && extra.isEmpty {
-            append(#"{"requestId":"#, to: &bytes)
-            JSONValue.serialize(string: requestID, into: &bytes)
-            bytes.append(UInt8(ascii: "}"))
+            out.literal(#"{"requestId":"#)
+            out.string(requestID)
+            out.append(UInt8(ascii: "}"))
         } else {
             var metadata: JSONObject = ["requestId": .string(requestID)]
             for (key, value) in extra { metadata[key] = value }
             if !warnings.isEmpty { metadata["warnings"] = render(warnings) }
-            JSONValue.object(metadata).serialize(into: &bytes)
+            out.value(.object(metadata))
         }
-        bytes.append(UInt8(ascii: "}"))
-        return response(status, bytes, requestID: requestID)
+        out.append(UInt8(ascii: "}"))
+        return response(status, out.finish(), requestID: requestID)
     }
 
     /// A handler's reply: in the envelope, or as it is when it brought its own response.
@@ -64,20 +63,14 @@ package enum Envelope {
         return response
     }
 
-    /// Bytes of the envelope's own text: one copy, not the String's UTF-8 view walked.
-    private static func append(_ literal: StaticString, to bytes: inout [UInt8]) {
-        bytes.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
-    }
-
     private static func render(_ warnings: [IdentityWarning]) -> JSONValue {
         .array(warnings.map { .object(["code": .string($0.code.rawValue), "message": .string($0.message)]) })
     }
 
     private static func response(_ status: HTTPStatus, _ body: JSONValue, requestID: String) -> HTTPResponse {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(256)
-        body.serialize(into: &bytes)
-        return response(status, bytes, requestID: requestID)
+        var out = JSONWriter(capacity: 256)
+        out.value(body)
+        return response(status, out.finish(), requestID: requestID)
     }
 
     private static func response(_ status: HTTPStatus, _ bytes: [UInt8], requestID: String) -> HTTPResponse {

@@ -7,7 +7,7 @@ enum Rendering {
     /// tree of it and serialising that cost ~40k instructions of an uncached GET (callgrind),
     /// about a third of the request. Members come out in the order of §4's example; a snapshot's
     /// attribute names and preference topics are unique (each a primary key), so each is one member.
-    static func writeSubscriber(_ s: SubscriberSnapshot, into out: inout JSONBytes) {
+    static func writeSubscriber(_ s: SubscriberSnapshot, into out: inout JSONWriter) {
         let r = s.record
         out.literal(#"{"id":"#)
         out.string(r.id)
@@ -96,23 +96,23 @@ enum Rendering {
     static func subscriberData(_ s: SubscriberSnapshot) -> [UInt8] {
         // Kept whole, `{"subscriber":…}`: a cached GET sends these very bytes, copied nowhere.
         s.rendered {
-            var out = JSONBytes(reservingCapacity: 512)
+            var out = JSONWriter(capacity: 512)
             out.literal(#"{"subscriber":"#)
             writeSubscriber(s, into: &out)
             out.literal("}")
-            return out.bytes
+            return out.finish()
         }
     }
 
     /// `{"subscribers":[…],"nextCursor":…}`, a page of the list.
     static func subscriberPage(_ snapshots: [SubscriberSnapshot], nextCursor: String?) -> [UInt8] {
-        var out = JSONBytes(reservingCapacity: 512 * snapshots.count + 64)
+        var out = JSONWriter(capacity: 512 * snapshots.count + 64)
         out.literal(#"{"subscribers":["#)
         out.elements(snapshots) { out, snapshot in writeSubscriber(snapshot, into: &out) }
         out.literal(#"],"nextCursor":"#)
         out.string(nextCursor)
         out.literal("}")
-        return out.bytes
+        return out.finish()
     }
 
     /// A stored event. Properties were validated JSON when stored: text that no longer parses is
@@ -141,56 +141,24 @@ enum Rendering {
     static func integer<T: BinaryInteger>(_ n: T) -> JSONValue { .number(String(n)) }
 }
 
-/// JSON text appended piece by piece, for answers written straight to bytes. Escaping is the
-/// serializer's (`JSONValue.serialize(string:into:)`), so both write the same text for a string.
-struct JSONBytes {
-    private(set) var bytes: [UInt8] = []
-
-    init(reservingCapacity capacity: Int) { bytes.reserveCapacity(capacity) }
-
-    /// Goes on writing after `bytes`.
-    init(continuing bytes: [UInt8]) { self.bytes = bytes }
-
-    /// Text of our own, already valid JSON (punctuation, member names, `true`).
-    mutating func literal(_ text: StaticString) {
-        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
-    }
-
+extension JSONWriter {
     /// Each of `items` written by `write`, with commas between (the inside of `[…]` or `{…}`).
-    mutating func elements<Items: Sequence>(_ items: Items, _ write: (inout JSONBytes, Items.Element) -> Void) {
+    /// Here, beside its callers, so each caller's sequence is specialised.
+    mutating func elements<Items: Sequence>(_ items: Items, _ write: (inout JSONWriter, Items.Element) -> Void) {
         var first = true
         for item in items {
-            if !first { bytes.append(UInt8(ascii: ",")) }
+            if !first { append(UInt8(ascii: ",")) }
             first = false
             write(&self, item)
         }
     }
 
-    /// A member name and its colon.
-    mutating func key(_ name: String) {
-        JSONValue.serialize(string: name, into: &bytes)
-        bytes.append(UInt8(ascii: ":"))
-    }
-
-    mutating func string(_ value: String) { JSONValue.serialize(string: value, into: &bytes) }
-
-    /// The string, or `null`.
-    mutating func string(_ value: String?) {
-        if let value { JSONValue.serialize(string: value, into: &bytes) } else { literal("null") }
-    }
-
-    mutating func bool(_ value: Bool) { value ? literal("true") : literal("false") }
-
-    mutating func integer(_ value: Int64) { bytes.append(contentsOf: String(value).utf8) }
-
     /// RFC 3339 with milliseconds, as a JSON string (the text has nothing to escape).
     mutating func time(_ t: Timestamp) {
-        bytes.append(UInt8(ascii: "\""))
-        t.appendRFC3339(to: &bytes)
-        bytes.append(UInt8(ascii: "\""))
+        append(UInt8(ascii: "\""))
+        t.appendRFC3339(to: &self)
+        append(UInt8(ascii: "\""))
     }
-
-    mutating func value(_ value: JSONValue) { value.serialize(into: &bytes) }
 }
 
 /// A stored value that does not read as what was stored (a damaged row); names it, not its content.

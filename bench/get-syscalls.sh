@@ -25,23 +25,9 @@ need perf linux-perf
 need strace strace
 command -v gcc >/dev/null && [ -f /usr/include/sqlite3.h ] ||
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libsqlite3-dev >/dev/null
-mkdir -p bench/out
-WORK=$(mktemp -d -p bench/out getsys.XXXXXX)  # on the repository's disk, as run.sh
-SERVER=
-cleanup() {
-    [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null || true
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-export BUZZKIT_BOOTSTRAP_WORKSPACE_KEY=bk_ws_BenchBenchBenchBenchBenchBench12
-
-gcc -O2 -o "$WORK/sqlite_ceiling" bench/sqlite_ceiling.c -lsqlite3
-"$BIN" migrate --database "$WORK/seed.sqlite" >/dev/null
-"$BIN" tenant create bench --database "$WORK/seed.sqlite" >"$WORK/tenant.json"
-field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))$1)" "$WORK/tenant.json"; }
-TENANT=$(field "['tenant']['id']")
-SECRET_KEY=$(field "['secretKey']")
-"$WORK/sqlite_ceiling" seed "$WORK/seed.sqlite" "$TENANT" $PEOPLE 0 0 0 >/dev/null
+. bench/seeded-work.sh
+seeded_work getsys $PEOPLE 0
+SECRET_KEY=$(tenant_field "['secretKey']")
 cp "$WORK/seed.sqlite" "$WORK/db.sqlite"
 cp "$WORK/seed.sqlite" "$WORK/ceiling.sqlite"
 echo '{"snapshotCacheMiB": 0, "logLevel": "warn", "clientKeyRatePerSecond": 0}' >"$WORK/config.json"

@@ -22,25 +22,10 @@ BIN=${BUZZKIT_BINARY:-.build/release/buzzkit}
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
 command -v gcc >/dev/null && [ -f /usr/include/sqlite3.h ] ||
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libsqlite3-dev sqlite3 >/dev/null
-# On the repository's disk, as run.sh: the log's syncs are part of what the server does.
-mkdir -p bench/out
-WORK=$(mktemp -d -p bench/out threads.XXXXXX)
-SERVER=
-cleanup() {
-    [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null || true
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-export BUZZKIT_BOOTSTRAP_WORKSPACE_KEY=bk_ws_BenchBenchBenchBenchBenchBench12
 SPAN=$((DUR * 60000))   # anonymous ids one round may rename (two wrk threads, half each)
-
-gcc -O2 -o "$WORK/sqlite_ceiling" bench/sqlite_ceiling.c -lsqlite3
-"$BIN" migrate --database "$WORK/seed.sqlite" >/dev/null
-"$BIN" tenant create bench --database "$WORK/seed.sqlite" >"$WORK/tenant.json"
-field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))$1)" "$WORK/tenant.json"; }
-TENANT=$(field "['tenant']['id']")
-CLIENT_KEY=$(field "['clientKey']")
-"$WORK/sqlite_ceiling" seed "$WORK/seed.sqlite" "$TENANT" 50000 $((SPAN * 4)) 0 0 >/dev/null
+. bench/seeded-work.sh
+seeded_work threads 50000 $((SPAN * 4))
+CLIENT_KEY=$(tenant_field "['clientKey']")
 echo '{"logLevel": "warn", "clientKeyRatePerSecond": 0}' >"$WORK/config.json"
 
 # threads PID: one line per thread: name, user ticks, system ticks, ns waited to run, bytes written

@@ -65,10 +65,9 @@ enum EventBatchReader {
             case "properties" where !seenProperties:
                 seenProperties = true
                 if reader.null() { break }
-                var text: [UInt8] = []
-                text.reserveCapacity(128)  // most fit: one allocation, not one per doubling
+                var text = JSONWriter(capacity: 128)  // most fit: one allocation, not one per doubling
                 guard reader.nextIsObject(), reader.compactValue(into: &text) else { return nil }
-                properties = String(decoding: text, as: UTF8.self)
+                properties = text.withBytes { String(decoding: $0, as: UTF8.self) }
             default:
                 return nil
             }

@@ -46,12 +46,12 @@ package final class Logger: Sendable {
             "msg": .string(message),
         ]
         for (key, value) in fields { object[key] = value }
-        var line: [UInt8] = []
-        JSONValue.object(object).serialize(into: &line)
+        var line = JSONWriter(capacity: 256)
+        line.value(.object(object))
         line.append(10)
         // One write call per line so lines from different threads never interleave.
         lock.withLock { _ in
-            line.withUnsafeBytes { buffer in
+            line.withBytes { buffer in
                 var offset = 0
                 while offset < buffer.count {
                     let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)

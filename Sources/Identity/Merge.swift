@@ -28,16 +28,15 @@ package struct MergeResult: Sendable {
     /// of the writer thread, on every merge.
     var markerPropertiesJSON: String {
         let from = from ?? ""
-        var out: [UInt8] = []
-        out.reserveCapacity(48 + from.utf8.count)
-        out.append(contentsOf: #"{"from":"#.utf8)
-        JSONValue.serialize(string: from, into: &out)
-        out.append(contentsOf: #","shape":"#.utf8)
-        JSONValue.serialize(string: shape.rawValue, into: &out)
-        out.append(contentsOf: #","eventsMoved":"#.utf8)
-        out.append(contentsOf: String(eventsMoved).utf8)
+        var out = JSONWriter(capacity: 48 + from.utf8.count)
+        out.literal(#"{"from":"#)
+        out.string(from)
+        out.literal(#","shape":"#)
+        out.string(shape.rawValue)
+        out.literal(#","eventsMoved":"#)
+        out.integer(Int64(eventsMoved))
         out.append(UInt8(ascii: "}"))
-        return String(decoding: out, as: UTF8.self)
+        return out.withBytes { String(decoding: $0, as: UTF8.self) }
     }
 }
 

@@ -130,10 +130,10 @@ package struct JSONShapeReader: ~Copyable {
     }
 
     /// Reads any value and appends its compact text to `output`: byte for byte what
-    /// `JSONValue.serialize(into:)` writes for the value the general parser would have built
+    /// `JSONWriter.value` writes for the value the general parser would have built
     /// (members in their order, strings through the same writer, numbers as written). Refuses,
     /// as the parser does, a repeated member name and nesting past the depth limit.
-    package mutating func compactValue(into output: inout [UInt8]) -> Bool {
+    package mutating func compactValue(into output: inout JSONWriter) -> Bool {
         guard !failed else { return false }
         parser.skipWhitespace()
         guard let byte = parser.peek() else { return fail() }
@@ -147,7 +147,7 @@ package struct JSONShapeReader: ~Copyable {
                 guard !openNames[first...].contains(name) else { return fail() }
                 if openNames.count > first { output.append(UInt8(ascii: ",")) }
                 openNames.append(name)
-                JSONValue.serialize(string: name, into: &output)
+                output.string(name)
                 output.append(UInt8(ascii: ":"))
                 guard compactValue(into: &output) else { return false }
             }
@@ -166,23 +166,23 @@ package struct JSONShapeReader: ~Copyable {
             let run: Range<Int>?
             do { run = try parser.scanString() } catch { return fail() }
             guard let run else {
-                JSONValue.serialize(string: String(decoding: parser.scratch, as: UTF8.self), into: &output)
+                output.string(String(decoding: parser.scratch, as: UTF8.self))
                 break
             }
             // No escape in the input means nothing to escape in the output: the parser refused
             // raw control characters, and a quote or backslash would have needed one. The
             // serializer would write these very bytes.
             output.append(UInt8(ascii: "\""))
-            output.append(contentsOf: UnsafeBufferPointer(rebasing: parser.input[run]))
+            output.append(UnsafeBufferPointer(rebasing: parser.input[run]))
             output.append(UInt8(ascii: "\""))
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
             guard let number = try? parser.parseNumber() else { return fail() }
-            output.append(contentsOf: number.utf8)
+            output.number(number)
         case UInt8(ascii: "t"), UInt8(ascii: "f"), UInt8(ascii: "n"):
             let literal: StaticString =
                 byte == UInt8(ascii: "t") ? "true" : byte == UInt8(ascii: "f") ? "false" : "null"
             guard (try? parser.expectLiteral(literal)) != nil else { return fail() }
-            output.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+            output.literal(literal)
         default:
             return fail()
         }

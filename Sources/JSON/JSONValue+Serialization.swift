@@ -1,19 +1,8 @@
 // MARK: - Compact serialization
 
 extension JSONValue {
-    /// Appends the compact JSON text of this value to `output` (`JSONWriter.value`'s text).
-    ///
-    /// Object members come out in stored order; strings escape `"`, `\` and C0 controls
-    /// (RFC 8259 §7) and nothing else, so non-ASCII text (U+2028/2029 included) stays as UTF-8.
-    /// - Parameters:
-    ///   - output: the buffer to append to, e.g. a response body.
-    package func serialize(into output: inout [UInt8]) {
-        var writer = JSONWriter(capacity: 128)
-        writer.value(self)
-        writer.withBytes { output.append(contentsOf: $0) }
-    }
-
-    /// The compact JSON text of this value.
+    /// The compact JSON text of this value (`JSONWriter.value`'s: members in stored order, only
+    /// `"`, `\` and C0 controls escaped).
     package var jsonString: String {
         // A guess, not a count: counting first walked the value twice and cost as much as the
         // serialization (callgrind, outbox event data); most stored JSON is short and the rest grows.
@@ -29,7 +18,7 @@ extension JSONValue {
         return writer.finish()
     }
 
-    /// Length in bytes of ``serialize(into:)``'s output, computed without building it
+    /// Length in bytes of ``jsonBytes``, computed without building it
     /// (size limits such as "each attribute value at most 1 KiB as JSON").
     package var serializedByteCount: Int {
         switch self {
@@ -63,13 +52,5 @@ extension JSONValue {
         var total = 2
         for byte in string.utf8 { total += escapedLength(byte) }
         return total
-    }
-
-    /// `string` as a JSON string, quoted and escaped: what `.string(string).serialize(into:)`
-    /// writes, without making the value.
-    package static func serialize(string: String, into output: inout [UInt8]) {
-        var writer = JSONWriter(capacity: string.utf8.count + 8)
-        writer.string(string)
-        writer.withBytes { output.append(contentsOf: $0) }
     }
 }

@@ -115,6 +115,9 @@ package struct JSONWriter: ~Copyable {
 
     package mutating func bool(_ value: Bool) { value ? literal("true") : literal("false") }
 
+    /// A JSON number's text as it was read or made (already valid JSON).
+    package mutating func number(_ text: String) { withUTF8Bytes(text) { append($0) } }
+
     /// A decimal integer, digits written in place.
     package mutating func integer(_ value: Int64) {
         var digits = 1
@@ -142,7 +145,7 @@ package struct JSONWriter: ~Copyable {
         switch value {
         case .null: literal("null")
         case .bool(let flag): bool(flag)
-        case .number(let text): withUTF8Bytes(text) { append($0) }
+        case .number(let text): number(text)
         case .string(let text): string(text)
         case .array(let elements):
             append(UInt8(ascii: "["))

@@ -130,8 +130,9 @@ import Testing
     @Test func serializedByteCountMatches() {
         let value: JSONValue = ["key\u{1}": ["é", 12.25, nil, false, ["\"\\": "\u{7}"]]]
         #expect(value.serializedByteCount == value.jsonBytes.count)
-        var appended: [UInt8] = Array("x".utf8)
-        value.serialize(into: &appended)
-        #expect(appended.count == 1 + value.serializedByteCount)
+        var appended = JSONWriter(capacity: 1)
+        appended.literal("x")
+        appended.value(value)
+        #expect(appended.byteCount == 1 + value.serializedByteCount)
     }
 }

@@ -48,12 +48,11 @@ import Testing
         #expect(String(decoding: writer.finish(), as: UTF8.self) == "abcd")
     }
 
-    @Test func valueIsWhatSerializeAppends() {
+    @Test func valueIsWhatJSONBytesHolds() {
         let value: JSONValue = ["k\"": ["é", 12.25, nil, false, ["\u{7}": []]], "n": "x"]
         var writer = JSONWriter(capacity: 4)
         writer.value(value)
-        var bytes: [UInt8] = []
-        value.serialize(into: &bytes)
+        let bytes = value.jsonBytes
         #expect(writer.finish() == bytes)
         #expect(String(decoding: bytes, as: UTF8.self) == #"{"k\"":["é",12.25,null,false,{"\u0007":[]}],"n":"x"}"#)
     }

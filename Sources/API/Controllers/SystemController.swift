@@ -9,11 +9,7 @@ enum SystemController {
     static let openAPIDocument: [UInt8] = Array((embeddedOpenAPIDocuments.first?.contents ?? "{}").utf8)
 
     /// `/healthz`'s data, serialised once: a load balancer asks many times a second.
-    static let healthBytes: [UInt8] = {
-        var bytes: [UInt8] = []
-        JSONValue.object(["status": "ok"]).serialize(into: &bytes)
-        return bytes
-    }()
+    static let healthBytes: [UInt8] = JSONValue.object(["status": "ok"]).jsonBytes
 
     static func routes(metrics: Metrics, store: any IdentityStore) -> [Route] {
         [

@@ -33,21 +33,27 @@ package enum PostgresValue: Sendable, Hashable {
     /// escaped, `nil` as an unquoted `NULL`
     /// (<https://www.postgresql.org/docs/15/arrays.html#ARRAYS-IO>).
     package static func textArray(_ items: [String?]) -> PostgresValue {
-        var out = "{"
+        // Written as UTF-8 bytes: `"` and `\` are ASCII and never inside another character's
+        // encoding. Appended scalar by scalar to a String, the three arrays of each GET batch
+        // cost the server ~1 µs a cached GET.
+        var out: [UInt8] = []
+        out.reserveCapacity(items.reduce(2) { $0 + ($1?.utf8.count ?? 4) + 3 })
+        out.append(UInt8(ascii: "{"))
         for (index, item) in items.enumerated() {
-            if index > 0 { out += "," }
+            if index > 0 { out.append(UInt8(ascii: ",")) }
             guard let item else {
-                out += "NULL"
+                out.append(contentsOf: "NULL".utf8)
                 continue
             }
-            out += "\""
-            for character in item.unicodeScalars {
-                if character == "\"" || character == "\\" { out += "\\" }
-                out.unicodeScalars.append(character)
+            out.append(UInt8(ascii: "\""))
+            for byte in item.utf8 {
+                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
+                out.append(byte)
             }
-            out += "\""
+            out.append(UInt8(ascii: "\""))
         }
-        return .text(out + "}")
+        out.append(UInt8(ascii: "}"))
+        return .text(String(decoding: out, as: UTF8.self))
     }
 
     private static func hex(_ bytes: [UInt8]) -> String {

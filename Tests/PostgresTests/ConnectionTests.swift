@@ -50,6 +50,22 @@ struct ConnectionTests {
         #expect(empty.isEmpty)
     }
 
+    /// `textArray` writes PostgreSQL's array literal itself: every element must come back as sent,
+    /// whatever it holds (the array syntax's own characters, escapes, `NULL` as text, non-ASCII).
+    @Test func textArraysRoundTripEveryElement() throws {
+        let db = try connection
+        let items: [String?] = [
+            "plain", "", "with space", "a,b", "{braces}", "say \"hi\"", "back\\slash", "\\\"", "NULL", nil,
+            "héllo \u{1F600}", "tab\tand\nnewline",
+        ]
+        let rows = try db.query(
+            "SELECT item FROM unnest($1::text[]) WITH ORDINALITY AS u(item, i) ORDER BY i",
+            [PostgresValue.textArray(items)])
+        #expect(try rows.map { try $0.optionalString(0) } == items)
+        let none = try db.query("SELECT item FROM unnest($1::text[]) AS u(item)", [PostgresValue.textArray([])])
+        #expect(none.isEmpty)
+    }
+
     @Test func decodingFailsClosedOnNullAndWrongTypes() throws {
         let db = try connection
         let row = try #require(try db.queryOne("SELECT NULL::bigint AS missing, true AS flag, 'x'::text AS word"))

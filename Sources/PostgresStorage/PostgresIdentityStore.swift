@@ -269,7 +269,7 @@ package final class PostgresIdentityStore: IdentityStore, StoreLifecycle, Authen
         usage.count(tenantID: tenantID, nowMillis: nowMillis)
     }
 
-    /// Snapshot statements sent, snapshots asked for, and those answered from the checked cache (tests).
+    /// Snapshot batches answered, snapshots asked for, and those answered from the checked cache (tests).
     package var snapshotBatches: Int { snapshotReader.batches.load(ordering: .relaxed) }
     package var snapshotReads: Int { snapshotReader.questions.load(ordering: .relaxed) }
     package var snapshotCacheHits: Int { snapshotReader.hits.load(ordering: .relaxed) }

@@ -4,8 +4,9 @@ import Synchronization
 import Threads
 
 /// `GET /v1/subscribers/{id}` on PostgreSQL: snapshots asked for at about the same time are
-/// answered together, one statement for a whole batch, and a cached snapshot is answered only
-/// after the database said it is still current.
+/// answered together, one round trip for a whole batch when every snapshot it holds is current
+/// (two otherwise), and a cached snapshot is answered only after the database said it is still
+/// current.
 ///
 /// Why batches: a read costs a round trip to PostgreSQL however small it is, and a server
 /// that sent one statement per GET spent its time waiting and switching threads (bench/README.md,
@@ -14,9 +15,10 @@ import Threads
 /// knows of it in time.
 ///
 /// Group commit, for reads: a statement thread (or a few) takes every question waiting (up to
-/// `maxBatch`), sends one statement, and hands each asker its answer. Questions asked while the
-/// statements are out wait for the next. Each question is answered by a statement that began
-/// after it was asked, so its answer includes every write committed before that.
+/// `maxBatch`), sends its statements (`PostgresContext.snapshots(answering:)`), and hands each
+/// asker its answer. Questions asked while the statements are out wait for the next batch. Each
+/// question is answered by a statement that began after it was asked, so its answer includes
+/// every write committed before that.
 final class PostgresSnapshotReader: Sendable {
     typealias Completion = @Sendable (Result<SubscriberSnapshot?, any Error>) -> Void
 
@@ -37,7 +39,7 @@ final class PostgresSnapshotReader: Sendable {
     private let cache: SnapshotCache?
     private let maxBatch: Int
     private let threads = Mutex<[NamedThread]>([])
-    /// Statements sent and questions they answered, since start (`/metrics`).
+    /// Batches answered and the questions in them, since start (`/metrics`).
     let batches = Atomic<Int>(0)
     let questions = Atomic<Int>(0)
     /// Questions answered from the cache after the check.
@@ -111,11 +113,12 @@ final class PostgresSnapshotReader: Sendable {
         }
     }
 
-    /// One statement for the whole batch; on a connection that died since its last use (a
+    /// The whole batch on one connection; on a connection that died since its last use (a
     /// PostgreSQL restart), one more try on a fresh one.
     private func answer(_ batch: [Question]) -> [Result<SubscriberSnapshot?, any Error>] {
         let asked = batch.map {
-            PostgresContext.SnapshotQuestion(tenantID: $0.tenantID, id: $0.id, heldVersion: $0.held?.version)
+            PostgresContext.SnapshotQuestion(
+                tenantID: $0.tenantID, id: $0.id, held: $0.held.map { ($0.snapshot.record.key, $0.version) })
         }
         var attempt = 0
         while true {

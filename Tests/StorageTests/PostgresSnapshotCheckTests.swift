@@ -133,6 +133,22 @@ struct PostgresSnapshotCheckTests {
         }
     }
 
+    /// A held snapshot is checked by its subscriber's key; the asked id's alias row is not read
+    /// again. What keeps that sound is the triggers: moving an alias renews its old owner's
+    /// version. Here nothing else writes to the old owner, so only the trigger can tell B.
+    @Test func anAliasMovedAloneReachesItsNewOwnerOnTheOtherServer() throws {
+        try withTwoServers { a, b, tenant, keys in
+            let (alice, bob) = (keys["alice"]!, keys["bob"]!)
+            let device = "anon_bobBobBobBobBob123456"
+            try a.writeAndWait { ctx in try ctx.addAlias(tenantID: tenant, alias: device, key: bob) }
+            #expect(try cachedOnB(b, tenant, device).record.key == bob)
+            try a.writeAndWait { ctx in try ctx.reassignAliases(from: bob, to: alice) }
+            let moved = try #require(try b.snapshot(tenantID: tenant, id: device))
+            #expect(moved.record.key == alice)
+            #expect(moved.aliases.sorted() == ["bob", device].sorted())
+        }
+    }
+
     /// Many readers at once share statements, and each gets its own subscriber.
     @Test func concurrentReadsShareBatchesAndEachGetsItsOwnAnswer() throws {
         try withTwoServers { a, b, tenant, _ in

@@ -149,6 +149,17 @@ struct PostgresSnapshotCheckTests {
         }
     }
 
+    /// A held snapshot whose subscriber is gone: the check by key finds no row, and the read of
+    /// the id that follows finds no one either.
+    @Test func aSubscriberDeletedOnOneServerIsGoneOnTheOther() throws {
+        try withTwoServers { a, b, tenant, keys in
+            _ = try cachedOnB(b, tenant, "bob")
+            try a.writeAndWait { ctx in try ctx.deleteSubscriber(key: keys["bob"]!) }
+            #expect(try b.snapshot(tenantID: tenant, id: "bob") == nil)
+            #expect(try b.snapshot(tenantID: tenant, id: "alice")?.record.key == keys["alice"])
+        }
+    }
+
     /// Many readers at once share statements, and each gets its own subscriber.
     @Test func concurrentReadsShareBatchesAndEachGetsItsOwnAnswer() throws {
         try withTwoServers { a, b, tenant, _ in

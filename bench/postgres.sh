@@ -152,11 +152,11 @@ if has get; then
         pgbench_run get "$run" get.sql
         wrk_run get_sqlite buzzkit "$run" "$CONNS" "$(base S)/healthz" -s bench/lua/get.lua -- "$PEOPLE" "$SECRET_KEY"
     done
-    # How many reads each statement answered, and how many were checked cache hits.
+    # How many reads each batch answered, and how many were checked cache hits.
     for s in A U; do
         curl -s "$(base $s)/metrics" | awk -v s=$s '/^buzzkit_snapshot_(batches|reads)_total|^buzzkit_snapshot_cache_hits_total/ {v[$1]=$2}
             END {b=v["buzzkit_snapshot_batches_total"]; r=v["buzzkit_snapshot_reads_total"];
-                 printf "  server %s: %d snapshot reads in %d statements (%.1f a statement), %d checked cache hits\n", s, r, b, (b ? r/b : 0), v["buzzkit_snapshot_cache_hits_total"]}' | tee -a "$OUT/machine.txt"
+                 printf "  server %s: %d snapshot reads in %d batches (%.1f a batch), %d checked cache hits\n", s, r, b, (b ? r/b : 0), v["buzzkit_snapshot_cache_hits_total"]}' | tee -a "$OUT/machine.txt"
     done
 fi
 

@@ -21,8 +21,8 @@ extension PostgresContext {
     /// Answers a batch of snapshot questions. The held snapshots are checked first, by their
     /// subscribers' keys (`currentHeldSQL`); every question that leaves open is answered by
     /// `checkedSnapshotsSQL`, which resolves its id and reads its subscriber whole. When every
-    /// held snapshot is current, as it is for most reads, that is one statement and one round
-    /// trip; otherwise two. A single statement reads one snapshot of committed data even
+    /// question holds a current snapshot (most reads, once the cache is warm), or none holds
+    /// one, that is one statement and one round trip; otherwise two. A single statement reads one snapshot of committed data even
     /// outside a transaction
     /// (<https://www.postgresql.org/docs/15/transaction-iso.html#XACT-READ-COMMITTED>), and both
     /// begin after every question of the batch was asked, so each answer includes every write

@@ -4,9 +4,9 @@ import Synchronization
 import Threads
 
 /// `GET /v1/subscribers/{id}` on PostgreSQL: snapshots asked for at about the same time are
-/// answered together, one round trip for a whole batch when every snapshot it holds is current
-/// (two otherwise), and a cached snapshot is answered only after the database said it is still
-/// current.
+/// answered together, in one round trip when each question of the batch holds a current
+/// snapshot or none holds one (two otherwise), and a cached snapshot is answered only after the
+/// database said it is still current.
 ///
 /// Why batches: a read costs a round trip to PostgreSQL however small it is, and a server
 /// that sent one statement per GET spent its time waiting and switching threads (bench/README.md,

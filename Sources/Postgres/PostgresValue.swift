@@ -56,6 +56,11 @@ package enum PostgresValue: Sendable, Hashable {
         return .text(String(decoding: out, as: UTF8.self))
     }
 
+    /// A `bigint[]` literal (bind it to `$n::bigint[]`): the decimals between braces.
+    package static func integerArray(_ items: [Int64]) -> PostgresValue {
+        .text("{" + items.map(String.init).joined(separator: ",") + "}")
+    }
+
     private static func hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []

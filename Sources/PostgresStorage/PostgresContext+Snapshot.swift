@@ -66,16 +66,18 @@ extension PostgresContext {
     /// subscriber an alias row is inserted for, moved from or to, or deleted from: while the
     /// held subscriber's version is unchanged, the asked id still reaches it.
     private func currentHeldSnapshots(_ questions: [SnapshotQuestion]) throws -> [Int: SnapshotAnswer] {
-        let held = questions.indices.compactMap { index in questions[index].held.map { (index, $0) } }
+        let held = questions.indices.compactMap { index in
+            questions[index].held.map { (index: index, key: $0.key, version: $0.version) }
+        }
         guard !held.isEmpty else { return [:] }
-        let keys = "{" + held.map { String($0.1.key) }.joined(separator: ",") + "}"
-        let result = try db.query(Self.currentHeldSQL, [keys, PostgresValue.textArray(held.map { $0.1.version })])
+        let result = try db.query(
+            Self.currentHeldSQL,
+            [PostgresValue.integerArray(held.map(\.key)), PostgresValue.textArray(held.map(\.version))])
         var answers: [Int: SnapshotAnswer] = [:]
         for row in result {
             let position = Int(try row.int(0)) - 1
             guard held.indices.contains(position) else { continue }
-            let (index, snapshot) = held[position]
-            answers[index] = SnapshotAnswer(version: snapshot.version, snapshot: nil)
+            answers[held[position].index] = SnapshotAnswer(version: held[position].version, snapshot: nil)
         }
         return answers
     }
@@ -84,9 +86,8 @@ extension PostgresContext {
     /// every key as JSON arrays), in the records' order.
     func snapshots(of records: [SubscriberRecord]) throws -> [SubscriberSnapshot] {
         guard !records.isEmpty else { return [] }
-        let keys = "{" + records.map { String($0.key) }.joined(separator: ",") + "}"
         var byKey: [Int64: PostgresRow] = [:]
-        let result = try db.query(Self.snapshotsSQL, [keys])
+        let result = try db.query(Self.snapshotsSQL, [PostgresValue.integerArray(records.map(\.key))])
         for row in result { byKey[try row.int(0)] = row }
         return try records.map { record in
             guard let row = byKey[record.key] else {

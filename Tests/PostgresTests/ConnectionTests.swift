@@ -66,6 +66,18 @@ struct ConnectionTests {
         #expect(none.isEmpty)
     }
 
+    /// `integerArray` writes the `bigint[]` literal the snapshot reads bind: every key comes back.
+    @Test func integerArraysRoundTripEveryElement() throws {
+        let db = try connection
+        let items: [Int64] = [1, 0, -7, 42, Int64.max, Int64.min]
+        let rows = try db.query(
+            "SELECT item FROM unnest($1::bigint[]) WITH ORDINALITY AS u(item, i) ORDER BY i",
+            [PostgresValue.integerArray(items)])
+        #expect(try rows.map { try $0.int(0) } == items)
+        let none = try db.query("SELECT item FROM unnest($1::bigint[]) AS u(item)", [PostgresValue.integerArray([])])
+        #expect(none.isEmpty)
+    }
+
     @Test func decodingFailsClosedOnNullAndWrongTypes() throws {
         let db = try connection
         let row = try #require(try db.queryOne("SELECT NULL::bigint AS missing, true AS flag, 'x'::text AS word"))

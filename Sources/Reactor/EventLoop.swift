@@ -177,6 +177,9 @@ package final class EventLoop: @unchecked Sendable {
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: Int(capacity))
         defer { events.deallocate() }
         iterationStart = monotonicNanoseconds()
+        // What handlers share within one wake-up (a read transaction) ends before the next wait.
+        LoopIteration.begin()
+        defer { LoopIteration.finish() }
         while running {
             let timeout = nextTimeoutMilliseconds()
             let count: Int
@@ -191,6 +194,7 @@ package final class EventLoop: @unchecked Sendable {
             }
             runTasks()
             runTimers()
+            LoopIteration.end()
         }
         // Drop handlers and timers so their cycles through the loop end with it.
         registrations.removeAll()

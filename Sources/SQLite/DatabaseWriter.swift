@@ -335,6 +335,12 @@ package final class DatabaseWriter: Sendable {
     /// Groups committed so far; the checkpoint thread skips a round when it has not moved.
     private let commits: Commits
 
+    /// How many groups have committed. It moves after a group's `COMMIT` returns and before any
+    /// of its completions runs, so a reader that loads it and then begins a read transaction
+    /// sees every write acknowledged before the load: how `DatabaseReaderPool` knows that a
+    /// read transaction it kept open is still current.
+    package var committedGroups: UInt64 { commits.count.load(ordering: .acquiring) }
+
     /// Runs every job already queued, checkpoints (`TRUNCATE`), closes the connection and ends
     /// the thread; blocks until done. Idempotent; later submits fail.
     package func close() {
@@ -457,9 +463,7 @@ package final class DatabaseWriter: Sendable {
                 if batch.isEmpty && closing { break }
                 var remaining = batch[...]
                 while !remaining.isEmpty {
-                    let (rest, committed) = runGroup(remaining)
-                    remaining = rest
-                    if committed { commits.count.add(1, ordering: .relaxed) }
+                    remaining = runGroup(remaining)
                 }
             }
             // The checkpoint connection closes first: the writer's must be the last one for
@@ -519,13 +523,13 @@ package final class DatabaseWriter: Sendable {
         }
 
         /// Runs one group in one transaction.
-        /// - Returns: Jobs not attempted because SQLite aborted the transaction, and whether a commit happened.
-        private func runGroup(_ jobs: ArraySlice<Job>) -> (rest: ArraySlice<Job>, committed: Bool) {
+        /// - Returns: Jobs not attempted because SQLite aborted the transaction.
+        private func runGroup(_ jobs: ArraySlice<Job>) -> ArraySlice<Job> {
             do {
                 try database.execute(TransactionKind.immediate.beginSQL, [])
             } catch {
                 deliver(jobs.map { job in { job.fail($0 ?? error) } }, failedWith: error)
-                return ([], false)
+                return []
             }
             var completions: [@Sendable ((any Error)?) -> Void] = []
             completions.reserveCapacity(jobs.count)
@@ -541,7 +545,7 @@ package final class DatabaseWriter: Sendable {
                         let groupError = error ?? SQLiteError.misuse("a job ended the writer's transaction")
                         afterGroup?()
                         deliver(completions, failedWith: groupError)
-                        return (batch[(index + 1)...], false)
+                        return batch[(index + 1)...]
                     }
                 }
                 guard completions.count < maxBatch,
@@ -558,15 +562,17 @@ package final class DatabaseWriter: Sendable {
                 database.rollbackIgnoringErrors()
                 afterGroup?()
                 deliver(completions, failedWith: error)
-                return ([], false)
+                return []
             }
             let duration = Duration.nanoseconds(Int64(monotonicNanoseconds() - start))
+            // Before any completion can run (see `committedGroups`).
+            commits.count.add(1, ordering: .releasing)
             // Metrics first, so whoever a completion wakes already sees this commit counted.
             onCommit?(completions.count, duration)
             log?.openOnce()
             afterGroup?()
             deliver(completions, failedWith: nil)
-            return ([], true)
+            return []
         }
     }
 }

@@ -91,8 +91,12 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
             afterGroup: afterGroup, onError: onError)
         var readOptions = options
         readOptions.readOnly = true
+        // Every write of a serving process goes through `writer` (`ServerLock` keeps other
+        // servers off the file), so its commit count says when a loop's read is stale.
+        let writer = self.writer
         readers = try DatabaseReaderPool(
-            path: configuration.path, count: configuration.readerCount, options: readOptions)
+            path: configuration.path, count: configuration.readerCount, options: readOptions,
+            commitCount: { writer.committedGroups })
         purge = RetiredPurge(writer: writer)
         purge.request()  // whatever a previous run retired and did not finish purging
     }

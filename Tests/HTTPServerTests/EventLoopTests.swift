@@ -57,6 +57,28 @@ import Threads
         }
     }
 
+    /// What a handler defers with `LoopIteration.atEnd` (the SQLite readers' shared transaction)
+    /// runs before the loop's next wake-up does anything else.
+    @Test func workDeferredToTheWakeUpsEndRunsBeforeTheNextWakeUp() throws {
+        let loop = try EventLoop(name: "rounds")
+        loop.start()
+        defer { loop.stop() }
+        let order = Mutex<[String]>([])
+        let done = DispatchSemaphore(value: 0)
+        loop.execute {
+            let deferred = LoopIteration.atEnd { order.withLock { $0.append("end of the first") } }
+            order.withLock { $0.append(deferred ? "deferred" : "refused") }
+            // Queued while tasks run: the loop runs it in its next round.
+            loop.execute {
+                order.withLock { $0.append("second") }
+                done.signal()
+            }
+        }
+        #expect(done.wait(timeout: .now() + 2) == .success)
+        #expect(order.withLock { $0 } == ["deferred", "end of the first", "second"])
+        #expect(!LoopIteration.isRunning && !LoopIteration.atEnd {}, "a test's thread runs no rounds")
+    }
+
     @Test func timersFireInDeadlineOrder() throws {
         let loop = try EventLoop(name: "timers")
         loop.start()

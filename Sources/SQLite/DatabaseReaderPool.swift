@@ -121,20 +121,21 @@ package final class DatabaseReaderPool: Sendable {
         let thread = pthread_self()
         let taken = shared.withLock(waitingUntil: { state in
             !state.available.isEmpty || state.closed || state.held.contains { pthread_equal($0.thread, thread) != 0 }
-        }) { state -> (connection: UnsafeTransfer<Database>, heldSince: UInt64?)? in
+        }) { state -> (connection: UnsafeTransfer<Database>, heldSince: UInt64?, closed: Bool)? in
             if let index = state.held.firstIndex(where: { pthread_equal($0.thread, thread) != 0 }) {
                 let held = state.held.remove(at: index)
-                return (held.connection, held.commitCount)
+                return (held.connection, held.commitCount, state.closed)
             }
             guard !state.closed else { return nil }
             state.borrowed += 1
-            return (state.available.removeLast(), nil)
+            return (state.available.removeLast(), nil, false)
         }
         guard let taken else { throw SQLiteError.misuse("the reader pool is closed") }
         let database = taken.connection.value
         do {
+            // Closed since this thread kept it: given back below, for `close` to take.
+            guard !taken.closed else { throw SQLiteError.misuse("the reader pool is closed") }
             if let heldSince = taken.heldSince {
-                guard !shared.withLock({ $0.closed }) else { throw SQLiteError.misuse("the reader pool is closed") }
                 if heldSince != now {
                     try Self.endReadTransaction(database)
                     try database.execute(TransactionKind.deferred.beginSQL, [])

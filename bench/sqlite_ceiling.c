@@ -416,14 +416,31 @@ static double bench_events(double seconds, int per_txn, int batch, long long peo
     return done / (now_s() - start);
 }
 
+/* CEILING_GETS_PER_TXN=n (a power of two up to 256; run.sh's second uncached ceiling): n GETs
+ * share one read transaction, as the GETs one of the server's loops serves in one wake-up share
+ * theirs (DatabaseReaderPool); 1 by default, a transaction each. */
 static double bench_get(double seconds, long long people) {
+    const char *per_txn_env = getenv("CEILING_GETS_PER_TXN");
+    int per_txn = per_txn_env ? atoi(per_txn_env) : 1;
+    if (per_txn < 1 || per_txn > 256 || 256 % per_txn) die("CEILING_GETS_PER_TXN");
     char person[32];
     long long done = 0;
     double start = now_s(), end = start + seconds;
     while (now_s() < end) {
-        for (int i = 0; i < 256; i++) {
-            snprintf(person, sizeof person, "user_%06lld", (long long)(random() % people));
-            get_subscriber(person);
+        for (int i = 0; i < 256; i += per_txn) {
+            if (per_txn == 1) {
+                snprintf(person, sizeof person, "user_%06lld", (long long)(random() % people));
+                get_subscriber(person);
+                continue;
+            }
+            control(SQL_BEGIN_DEFERRED);
+            for (int j = 0; j < per_txn; j++) {
+                snprintf(person, sizeof person, "user_%06lld", (long long)(random() % people));
+                Sub r;
+                if (!sub_by_alias(person, &r)) die("person missing");
+                snapshot(&r);
+            }
+            control(SQL_COMMIT);
         }
         done += 256;
     }

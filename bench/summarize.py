@@ -97,6 +97,15 @@ ratio_row("GET /v1/subscribers/{id}, cache off, 64 conns vs SQLite alone (1 thre
           note=f"p99 {fmt(med('get_uncached_c64', 'buzzkit', 1))} ms; server CPU {fmt(med('get_uncached_c64_cpu', 'buzzkit'))} µs/request"
           + (pairs_note("get_uncached_c64", uncached_ceiling, "sqlite") if uncached_ceiling != "ceiling_get_subscriber" else ""))
 
+# The ceiling with 16 GETs to a read transaction (not a goal): how much of the ratio above the
+# server's shared read transactions make up.
+shared = med("ceiling_uncached_shared16_get_subscriber", "sqlite")
+uncached = med("get_uncached_c64", "buzzkit")
+if shared is not None and uncached is not None:
+    add("  … vs SQLite alone, 16 GETs a read transaction", fmt(uncached, " req/s"), fmt(shared, " req/s"),
+        f"{uncached / shared:.2f}", "", "", "a loop of ours shares one read transaction among the GETs of one wake-up"
+        + pairs_note("get_uncached_c64", "ceiling_uncached_shared16_get_subscriber", "sqlite"))
+
 ev = med("events_c64", "buzzkit")
 if ev is not None:
     ratio_row("POST /v1/events ×50, 64 conns vs SQLite 64×50/txn", ev * 50, med("ceiling_events_group64x50", "sqlite"), 0.9,

@@ -40,6 +40,8 @@ package final class EventLoop: @unchecked Sendable {
     @exclusivity(unchecked) private var timers = TimerHeap()
     @exclusivity(unchecked) private var running = true
     @exclusivity(unchecked) private var iterationStart: UInt64 = 0
+    /// What handlers share within one wake-up (a read transaction) ends before the next wait.
+    private let rounds = LoopIteration()
     // Cross-thread state.
     private let tasks = PThreadLock<[@Sendable () -> Void]>([])
     private let wakeupPending = Atomic<Bool>(false)
@@ -177,9 +179,8 @@ package final class EventLoop: @unchecked Sendable {
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: Int(capacity))
         defer { events.deallocate() }
         iterationStart = monotonicNanoseconds()
-        // What handlers share within one wake-up (a read transaction) ends before the next wait.
-        LoopIteration.begin()
-        defer { LoopIteration.finish() }
+        rounds.enter()
+        defer { rounds.leave() }
         while running {
             let timeout = nextTimeoutMilliseconds()
             let count: Int
@@ -194,7 +195,7 @@ package final class EventLoop: @unchecked Sendable {
             }
             runTasks()
             runTimers()
-            LoopIteration.end()
+            rounds.end()
         }
         // Drop handlers and timers so their cycles through the loop end with it.
         registrations.removeAll()

@@ -10,66 +10,57 @@ import Glibc
 /// runs no rounds, ``atEnd(_:)`` refuses and the caller does the work at once, as it would without.
 ///
 /// ```swift
-/// LoopIteration.begin()              // the loop's thread, once
+/// let rounds = LoopIteration()       // owned by the loop
+/// rounds.enter()                     // on the loop's thread, before its first round
 /// while running {
 ///     wait(); handleEvents()         // a handler may call LoopIteration.atEnd { … }
-///     LoopIteration.end()            // runs what they deferred
+///     rounds.end()                   // runs what they deferred
 /// }
-/// LoopIteration.finish()
+/// rounds.leave()
 /// ```
-package enum LoopIteration {
-    /// What one thread deferred this round. Reached through a thread-specific pointer, so only
-    /// that thread touches it.
-    private final class Deferred {
-        var bodies: [() -> Void] = []
-    }
+package final class LoopIteration {
+    /// What was deferred this round. Only the thread that entered touches it.
+    private var bodies: [() -> Void] = []
 
+    /// The calling thread's rounds, unretained: the owner keeps them from `enter` to `leave`.
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
-        // No destructor: `finish()` releases the box; a thread that never calls it leaks one
-        // small object, and only event loops call `begin()`.
         precondition(pthread_key_create(&key, nil) == 0, "pthread_key_create failed")
         return key
     }()
 
-    private static var current: Deferred? {
-        guard let pointer = pthread_getspecific(key) else { return nil }
-        return Unmanaged<Deferred>.fromOpaque(pointer).takeUnretainedValue()
+    package init() {}
+
+    /// Makes these the calling thread's rounds. Keep `self` alive until ``leave()``.
+    package func enter() {
+        pthread_setspecific(Self.key, Unmanaged.passUnretained(self).toOpaque())
     }
 
-    /// Marks the calling thread as one that runs rounds and calls ``end()`` after each.
-    package static func begin() {
-        guard current == nil else { return }
-        pthread_setspecific(key, Unmanaged.passRetained(Deferred()).toOpaque())
+    /// Ends the round: runs what was deferred, in order; work deferred meanwhile runs too.
+    /// Costs one check when nothing was (most rounds of a loop that reads no SQLite).
+    package func end() {
+        while !bodies.isEmpty {
+            let due = bodies
+            bodies.removeAll(keepingCapacity: true)
+            for body in due { body() }
+        }
     }
 
-    /// Whether the calling thread runs rounds (between ``begin()`` and ``finish()``).
+    /// Ends the last round and unmarks the thread.
+    package func leave() {
+        end()
+        pthread_setspecific(Self.key, nil)
+    }
+
+    /// Whether the calling thread runs rounds (between an ``enter()`` and its ``leave()``).
     package static var isRunning: Bool { pthread_getspecific(key) != nil }
 
     /// Runs `body` on this thread at the end of its current round.
     /// - Returns: false, and `body` never runs, when this thread runs no rounds: do the work now.
     @discardableResult
     package static func atEnd(_ body: @escaping () -> Void) -> Bool {
-        guard let deferred = current else { return false }
-        deferred.bodies.append(body)
+        guard let pointer = pthread_getspecific(key) else { return false }
+        Unmanaged<LoopIteration>.fromOpaque(pointer)._withUnsafeGuaranteedRef { $0.bodies.append(body) }
         return true
-    }
-
-    /// Ends the round: runs what was deferred, in order. Work deferred meanwhile runs too.
-    package static func end() {
-        guard let deferred = current else { return }
-        while !deferred.bodies.isEmpty {
-            let bodies = deferred.bodies
-            deferred.bodies.removeAll(keepingCapacity: true)
-            for body in bodies { body() }
-        }
-    }
-
-    /// Ends the last round and unmarks the thread.
-    package static func finish() {
-        guard let pointer = pthread_getspecific(key) else { return }
-        end()
-        pthread_setspecific(key, nil)
-        Unmanaged<Deferred>.fromOpaque(pointer).release()
     }
 }

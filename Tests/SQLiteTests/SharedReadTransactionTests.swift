@@ -31,12 +31,13 @@ import Threads
 
     /// Runs `body` on a thread of its own marked as a loop's, as `EventLoop.run` marks it (a
     /// test's own thread belongs to Swift's pool and must not keep the mark).
-    static func onLoopThread(_ body: @escaping @Sendable () throws -> Void) throws {
+    static func onLoopThread(_ body: @escaping @Sendable (LoopIteration) throws -> Void) throws {
         let failure = Mutex<(any Error)?>(nil)
         NamedThread.start(name: "test-loop") {
-            LoopIteration.begin()
-            defer { LoopIteration.finish() }
-            do { try body() } catch { failure.withLock { $0 = error } }
+            let rounds = LoopIteration()
+            rounds.enter()
+            defer { rounds.leave() }
+            do { try body(rounds) } catch { failure.withLock { $0 = error } }
         }.join()
         if let error = failure.withLock({ $0 }) { throw error }
     }
@@ -53,11 +54,11 @@ import Threads
             try other.execute("INSERT INTO t(v) VALUES (2)")
         }
         let seen = Mutex<[Int]>([])
-        try Self.onLoopThread {
+        try Self.onLoopThread { rounds in
             seen.withLock { $0.append((try? Self.rows(readers)) ?? -1) }
             try insertAround()
             seen.withLock { $0.append((try? Self.rows(readers)) ?? -1) }
-            LoopIteration.end()
+            rounds.end()
             seen.withLock { $0.append((try? Self.rows(readers)) ?? -1) }
         }
         #expect(seen.withLock { $0 } == [1, 1, 2])
@@ -72,7 +73,7 @@ import Threads
         let writer = try makeWriter()
         let readers = try makeReaders(writer)
         let seen = Mutex<[Int]>([])
-        try Self.onLoopThread {
+        try Self.onLoopThread { rounds in
             seen.withLock { $0.append((try? Self.rows(readers)) ?? -1) }
             try writer.write { db in try db.execute("INSERT INTO t(v) VALUES (2)") }
             seen.withLock { $0.append((try? Self.rows(readers)) ?? -1) }
@@ -89,7 +90,7 @@ import Threads
         let readers = try makeReaders(writer, count: 1)
         let otherRead = DispatchSemaphore(value: 0)
         let waitedWhileKept = Mutex<DispatchTimeoutResult?>(nil)
-        try Self.onLoopThread {
+        try Self.onLoopThread { rounds in
             _ = try Self.rows(readers)
             // The pool's one connection is kept: a read elsewhere waits for it.
             DispatchQueue.global().async {
@@ -97,7 +98,7 @@ import Threads
                 otherRead.signal()
             }
             waitedWhileKept.withLock { $0 = otherRead.wait(timeout: .now() + .milliseconds(200)) }
-            LoopIteration.end()
+            rounds.end()
         }
         let whileKept = waitedWhileKept.withLock { $0 }
         #expect(whileKept == .timedOut, "the other read waits while the loop keeps the connection")
@@ -112,7 +113,7 @@ import Threads
         let writer = try makeWriter()
         let readers = try makeReaders(writer, count: 1)
         let seen = Mutex<[Int]>([])
-        try Self.onLoopThread {
+        try Self.onLoopThread { rounds in
             seen.withLock { $0.append((try? Self.rows(readers)) ?? -1) }
             #expect(throws: SQLiteError.self) { try readers.read { db in try db.execute("SELECT * FROM missing") } }
             seen.withLock { $0.append((try? Self.rows(readers)) ?? -1) }

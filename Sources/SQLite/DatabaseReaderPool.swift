@@ -88,7 +88,9 @@ package final class DatabaseReaderPool: Sendable {
     }
 
     /// Borrows a connection (waiting while all are busy) and runs `body` in a deferred read
-    /// transaction on it, on the calling thread.
+    /// transaction on it, on the calling thread. On an event loop's thread, with a commit count
+    /// given, the transaction may be the one this loop's earlier reads of the same wake-up used
+    /// (see the type's note).
     ///
     /// Do not call `read` from inside `body`: with every connection borrowed it would wait forever.
     /// - Parameter body: The reads; the connection must not escape it.
@@ -104,13 +106,7 @@ package final class DatabaseReaderPool: Sendable {
             return state.available.removeLast()
         }
         guard let borrowed else { throw SQLiteError.misuse("the reader pool is closed") }
-        defer {
-            shared.withLock { state in
-                state.available.append(borrowed)
-                state.borrowed -= 1
-            }
-            shared.broadcast()
-        }
+        defer { giveBack(borrowed) }
         let database = borrowed.value
         return try database.transaction(.deferred) { try body(database) }
     }

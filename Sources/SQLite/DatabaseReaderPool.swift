@@ -41,7 +41,7 @@ package final class DatabaseReaderPool: Sendable {
     }
 
     private let shared: ConditionLock<State>
-    /// The writer's commit count (``DatabaseWriter/committedGroups``); nil: no shared transactions.
+    /// The writer's commit count (``DatabaseWriter/groupsEnded``); nil: no shared transactions.
     private let commitCount: (@Sendable () -> UInt64)?
 
     /// Reader defaults: ``Database/Options`` with `readOnly = true`.

@@ -332,14 +332,16 @@ package final class DatabaseWriter: Sendable {
         checkpointer.start()
     }
 
-    /// Groups committed so far; the checkpoint thread skips a round when it has not moved.
+    /// Groups ended so far; the checkpoint thread skips a round when it has not moved.
     private let commits: Commits
 
-    /// How many groups have committed. It moves after a group's `COMMIT` returns and before any
-    /// of its completions runs, so a reader that loads it and then begins a read transaction
-    /// sees every write acknowledged before the load: how `DatabaseReaderPool` knows that a
-    /// read transaction it kept open is still current.
-    package var committedGroups: UInt64 { commits.count.load(ordering: .acquiring) }
+    /// How many groups have ended. It moves once a group's `COMMIT` returned (or the group
+    /// failed), before the group's `afterGroup` and completions run. So a reader that loads it and
+    /// then begins a read transaction sees every write acknowledged before the load, and any write
+    /// whose snapshot-cache invalidation came before it: how `DatabaseReaderPool` knows that a read
+    /// transaction it kept open is still current. A failed group moves it too, in case its
+    /// `COMMIT` failed after its changes became visible; the cost is one transaction begun anew.
+    package var groupsEnded: UInt64 { commits.count.load(ordering: .acquiring) }
 
     /// Runs every job already queued, checkpoints (`TRUNCATE`), closes the connection and ends
     /// the thread; blocks until done. Idempotent; later submits fail.
@@ -543,6 +545,7 @@ package final class DatabaseWriter: Sendable {
                         // SQLite rolled back the whole transaction (https://www.sqlite.org/lang_transaction.html,
                         // "Response To Errors Within A Transaction"): every job so far lost its work.
                         let groupError = error ?? SQLiteError.misuse("a job ended the writer's transaction")
+                        commits.count.add(1, ordering: .releasing)
                         afterGroup?()
                         deliver(completions, failedWith: groupError)
                         return batch[(index + 1)...]
@@ -560,12 +563,13 @@ package final class DatabaseWriter: Sendable {
                 try database.execute("COMMIT TRANSACTION", [])
             } catch {
                 database.rollbackIgnoringErrors()
+                commits.count.add(1, ordering: .releasing)
                 afterGroup?()
                 deliver(completions, failedWith: error)
                 return []
             }
             let duration = Duration.nanoseconds(Int64(monotonicNanoseconds() - start))
-            // Before any completion can run (see `committedGroups`).
+            // Before `afterGroup` and any completion (see `groupsEnded`).
             commits.count.add(1, ordering: .releasing)
             // Metrics first, so whoever a completion wakes already sees this commit counted.
             onCommit?(completions.count, duration)
@@ -630,7 +634,8 @@ private final class SyncedFile: Sendable {
     }
 }
 
-/// How many groups the writer committed, for the checkpoint thread.
+/// How many groups the writer ended (``DatabaseWriter/groupsEnded``), for the checkpoint thread and
+/// the readers.
 private final class Commits: Sendable {
     let count = Atomic<UInt64>(0)
 }

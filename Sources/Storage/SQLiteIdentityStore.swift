@@ -96,7 +96,7 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
         let writer = self.writer
         readers = try DatabaseReaderPool(
             path: configuration.path, count: configuration.readerCount, options: readOptions,
-            commitCount: { writer.committedGroups })
+            commitCount: { writer.groupsEnded })
         purge = RetiredPurge(writer: writer)
         purge.request()  // whatever a previous run retired and did not finish purging
     }

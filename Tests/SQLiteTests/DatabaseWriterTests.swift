@@ -223,6 +223,28 @@ import Threads
         writer.close()
     }
 
+    /// `groupsEnded` moves before a group's completions run, for a failed group too: a reader
+    /// that kept a transaction open compares it to know whether that is still current.
+    @Test func theGroupCountMovesBeforeAnyCompletionOfItsGroup() throws {
+        let writer = try makeWriter()
+        let seenInCompletion = Mutex<[UInt64]>([])
+        func run(_ job: @escaping @Sendable (Database) throws -> Void) -> UInt64 {
+            let before = writer.groupsEnded
+            let done = DispatchSemaphore(value: 0)
+            writer.submit(job) { _ in
+                seenInCompletion.withLock { $0.append(writer.groupsEnded) }
+                done.signal()
+            }
+            _ = done.wait(timeout: .now() + 10)
+            return before
+        }
+        let beforeCommit = run { db in try db.execute("INSERT INTO t(v) VALUES (1)") }
+        // A job that ends the transaction itself fails its whole group.
+        let beforeFailure = run { db in try db.execute("ROLLBACK") }
+        #expect(seenInCompletion.withLock { $0 } == [beforeCommit + 1, beforeFailure + 1])
+        writer.close()
+    }
+
     @Test func completionsRunOnlyAfterCommit() throws {
         let writer = try makeWriter()
         let readers = try DatabaseReaderPool(path: path, count: 1)

@@ -21,7 +21,7 @@ import Threads
     }
 
     func makeReaders(_ writer: DatabaseWriter, count: Int = 2) throws -> DatabaseReaderPool {
-        try DatabaseReaderPool(path: path, count: count, commitCount: { writer.committedGroups })
+        try DatabaseReaderPool(path: path, count: count, commitCount: { writer.groupsEnded })
     }
 
     static func rows(_ readers: DatabaseReaderPool) throws -> Int {

@@ -20,10 +20,10 @@ extension PostgresContext {
 
     /// Answers a batch of snapshot questions. The held snapshots are checked first, by their
     /// subscribers' keys (`currentHeldSQL`); every question that leaves open is answered by
-    /// `checkedSnapshotsSQL`, which resolves its id and reads its subscriber whole. When every
+    /// `askedSnapshotsSQL`, which resolves its id and reads its subscriber whole. When every
     /// question holds a current snapshot (most reads, once the cache is warm), or none holds
-    /// one, that is one statement and one round trip; otherwise two. A single statement reads one snapshot of committed data even
-    /// outside a transaction
+    /// one, that is one statement and one round trip; otherwise two. A single statement reads
+    /// one snapshot of committed data even outside a transaction
     /// (<https://www.postgresql.org/docs/15/transaction-iso.html#XACT-READ-COMMITTED>), and both
     /// begin after every question of the batch was asked, so each answer includes every write
     /// committed before it was asked.
@@ -32,29 +32,24 @@ extension PostgresContext {
         var answers = try currentHeldSnapshots(questions)
         let open = questions.indices.filter { answers[$0] == nil }
         guard !open.isEmpty else { return answers }
+        // A held snapshot left open here is not current, and cannot be again: a version carries
+        // the row's `xmin`, which only moves forward. So every row read now is read whole.
         let result = try db.query(
-            Self.checkedSnapshotsSQL,
+            Self.askedSnapshotsSQL,
             [
                 PostgresValue.textArray(open.map { questions[$0].tenantID }),
                 PostgresValue.textArray(open.map { questions[$0].id }),
-                PostgresValue.textArray(open.map { questions[$0].held?.version }),
             ])
         for row in result {
             let position = Int(try row.int(0)) - 1
             guard open.indices.contains(position) else { continue }
-            let index = open[position]
-            let version = try row.string(1)
-            if version == questions[index].held?.version {
-                answers[index] = SnapshotAnswer(version: version, snapshot: nil)
-                continue
-            }
             let record = SubscriberRecord(
                 key: try row.int(2), tenantID: try row.string(3), id: try row.string(4), anonymous: try row.bool(5),
                 verified: try row.bool(6), email: try row.optionalString(7), emailSubscribed: try row.bool(8),
                 lastSeq: try row.int(9), eventCount: try row.int(10), createdAt: Timestamp(millis: try row.int(11)),
                 updatedAt: Timestamp(millis: try row.int(12)))
-            answers[index] = SnapshotAnswer(
-                version: version, snapshot: try Self.snapshot(record, children: row, from: 13))
+            answers[open[position]] = SnapshotAnswer(
+                version: try row.string(1), snapshot: try Self.snapshot(record, children: row, from: 13))
         }
         return answers
     }
@@ -171,8 +166,8 @@ extension PostgresContext {
 
     /// Held snapshots in (subscriber keys and versions), the 1-based index of each still current
     /// out. pgbench, 17 held snapshots a statement, each form beside the other: 43.4k–44.2k
-    /// statements a second, against 19.3k–20.4k for `checkedSnapshotsSQL` asked the same. The
-    /// alias lookup by text key and the children's lateral subquery, which this leaves out, were
+    /// statements a second, against 19.3k–20.4k for the whole statement, which then also answered
+    /// held snapshots. The alias lookup by text key and the children, which this leaves out, were
     /// most of that statement's cost.
     static let currentHeldSQL = """
         SELECT q.i FROM unnest($1::bigint[], $2::text[]) WITH ORDINALITY AS q(key, held, i)
@@ -180,30 +175,15 @@ extension PostgresContext {
         WHERE NOT s.retired AND \(versionSQL) = q.held
         """
 
-    /// Questions in, one row per id that reaches a live subscriber out: its question's 1-based
-    /// index, its version, its row, and its children unless the version is the one held.
-    ///
-    /// The children are a lateral subquery whose `WHERE` names only the outer row: PostgreSQL
-    /// tests it once per row (a one-time filter) and runs none of the five aggregates for a held
-    /// snapshot. `OFFSET 0` keeps the subquery from being pulled up into the join, where the
-    /// test became a join filter applied after the aggregates ran. With the test inside each
-    /// child subquery instead, every aggregate was still set up for every row. pgbench, 17 held
-    /// snapshots a statement, each form beside the one before it: the test inside each subquery
-    /// 13.0k statements a second against 19.0k with a `CASE` around each; the `CASE`s 21.2k
-    /// against 22.8k for this.
-    static let checkedSnapshotsSQL = """
+    /// Asked ids in (tenants and ids), one row per id that reaches a live subscriber out: its
+    /// question's 1-based index, its version, its row and its children.
+    static let askedSnapshotsSQL = """
         SELECT q.i, \(versionSQL), s.key, s.tenant_id, s.id, s.anonymous, s.verified, s.email, s.email_subscribed,
             s.last_seq, s.event_count, s.created_at, s.updated_at,
-            c.attributes, c.aliases, c.push_subscriptions, c.preferences, c.devices
-        FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS q(tenant_id, alias, held, i)
+        \(childrenSQL)
+        FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q(tenant_id, alias, i)
         JOIN aliases AS a ON a.tenant_id = q.tenant_id AND a.alias = q.alias
         JOIN subscribers AS s ON s.key = a.subscriber_key
-        LEFT JOIN LATERAL (
-            SELECT
-        \(childrenSQL)
-            WHERE (\(versionSQL)) IS DISTINCT FROM q.held
-            OFFSET 0
-        ) AS c ON true
         WHERE NOT s.retired
         """
 

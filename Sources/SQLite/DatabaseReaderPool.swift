@@ -131,12 +131,8 @@ package final class DatabaseReaderPool: Sendable {
         do {
             // Closed since this thread kept it: given back below, for `close` to take.
             guard !taken.closed else { throw SQLiteError.misuse("the reader pool is closed") }
-            if let heldSince = taken.heldSince {
-                if heldSince != now {
-                    try Self.endReadTransaction(database)
-                    try database.execute(TransactionKind.deferred.beginSQL, [])
-                }
-            } else {
+            if taken.heldSince != now {
+                if taken.heldSince != nil { try Self.endReadTransaction(database) }
                 try database.execute(TransactionKind.deferred.beginSQL, [])
             }
             let result = try body(database)

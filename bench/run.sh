@@ -117,17 +117,24 @@ wrk_run() {
     sync
     local cpu_before=0
     if [ "$who" = buzzkit ]; then cpu_before=$(server_cpu_ticks); fi
-    wrk -t2 -c"$conns" -d"${DUR}s" --timeout 10s --latency "$url" "$@" >"$file" 2>&1 || true
+    # wrk's own CPU too, without its Lua start-up (bench/wrk-cpu.py): it runs on the same cores,
+    # so what it spends a request bounds the req/s any server can reach here (summarize.py).
+    local wrk_seconds
+    wrk_seconds=$(python3 bench/wrk-cpu.py "$file" wrk -t2 -c"$conns" -d"${DUR}s" --timeout 10s --latency "$url" "$@" || true)
     local rps p99 errors
     rps=$(awk '/^Requests\/sec/ {print $2}' "$file")
     p99=$(awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000}; print v}' "$file")
     errors=$(awk '/Non-2xx/ {n+=$NF} /Socket errors/ {gsub(/,/,""); n+=$4+$6+$8+$10} END {print n+0}' "$file")
     record "$name" "$who" "$run" "${rps:-0}" "${p99:-0}" "$errors"
+    local requests
+    requests=$(awk '/requests in/ {print $1}' "$file")
+    if [ "${requests:-0}" -gt 0 ] && [ -n "$wrk_seconds" ]; then
+        record "${name}_wrk_cpu" "$who" "$run" "$(awk -v s="$wrk_seconds" -v n="$requests" 'BEGIN {printf "%.2f", s * 1e6 / n}')" 0 0
+    fi
     if [ "$who" = buzzkit ]; then
         # Server CPU time (user + system) per request: unlike req/s, barely moved by whatever
         # else runs on the machine, so small changes show through the noise.
-        local requests ticks
-        requests=$(awk '/requests in/ {print $1}' "$file")
+        local ticks
         ticks=$(( $(server_cpu_ticks) - cpu_before ))
         if [ "${requests:-0}" -gt 0 ]; then
             record "${name}_cpu" buzzkit "$run" \

@@ -1,4 +1,6 @@
 """Reads bench/out/<run>/results.tsv and prints the medians, ratios and goals as a Markdown table."""
+import os
+import re
 import statistics
 import sys
 from collections import defaultdict
@@ -20,6 +22,39 @@ def errs(scenario, who):
 
 def n(scenario, who):
     return len(rows.get((scenario, who), []))
+
+
+def cores():
+    """The machine's cores, as run.sh wrote them in machine.txt."""
+    try:
+        for line in open(f"{sys.argv[1]}/machine.txt"):
+            found = re.search(r", (\d+) cores,", line)
+            if found:
+                return int(found.group(1))
+    except OSError:
+        pass
+    return os.cpu_count()
+
+
+def cores_allow(scenario):
+    """Requests a second the machine's cores allow at what this scenario's requests cost them:
+    the server's CPU and wrk's together, since wrk runs on the same cores. None for a run dir
+    from before wrk's CPU was recorded. wrk's includes its Lua start-up (the request tables of
+    get.lua and identify.lua), so the figure errs low by that much."""
+    server, load = med(f"{scenario}_cpu", "buzzkit"), med(f"{scenario}_wrk_cpu", "buzzkit")
+    if server is None or load is None:
+        return None
+    return cores() * 1e6 / (server + load)
+
+
+def bound_note(scenario, ceiling):
+    """What a ceiling that runs alone (SQLite, one thread) leaves reachable here."""
+    allowed = cores_allow(scenario)
+    if allowed is None or not ceiling:
+        return ""
+    return (f"; at this CPU a request (server {fmt(med(f'{scenario}_cpu', 'buzzkit'))} + wrk "
+            f"{fmt(med(f'{scenario}_wrk_cpu', 'buzzkit'))} µs) the {cores()} cores allow at most "
+            f"{fmt(allowed)}/s, {allowed / ceiling:.2f} of the ceiling")
 
 
 table = []
@@ -62,7 +97,7 @@ ours = med("identify_c64", "buzzkit")
 if ours is not None:
     ratio_row("POST /v1/identify rename, 64 conns vs SQLite 64/txn", ours, grouped, 0.8,
               note=f"errors {errs('identify_c64', 'buzzkit')}; server CPU {fmt(med('identify_c64_cpu', 'buzzkit'))} µs/request"
-              + pairs_note("identify_c64", "ceiling_identify_group64", "sqlite"))
+              + pairs_note("identify_c64", "ceiling_identify_group64", "sqlite") + bound_note("identify_c64", grouped))
     ratio_row("  … SQLite 64/txn vs 1 txn/request (FULL)", grouped, one, 2)
     cpu = med("identify_c64_cpu", "buzzkit")
     if cpu is not None:
@@ -79,6 +114,12 @@ get, health_beside = med("get_c64", "buzzkit"), med(beside, "buzzkit")
 ratio_row("GET /v1/subscribers/{id}, 64 conns vs our /healthz", get, health_beside, 0.8,
           note=f"p99 {fmt(med('get_c64', 'buzzkit', 1))} ms; server CPU {fmt(med('get_c64_cpu', 'buzzkit'))} µs/request; SQLite alone does {fmt(med('ceiling_get_subscriber', 'sqlite'))}/s of the same reads on 1 thread"
           + (pairs_note("get_c64", beside) if beside == "healthz_beside_get" else ""))
+# Both sides are ours and share the cores with wrk alike: the ratio their CPU a request predicts
+# (server and wrk together), against which the measured one is the machine's scheduling and noise.
+if cores_allow("get_c64") is not None and cores_allow(beside) is not None:
+    add("  … the ratio CPU a request predicts", "", "", f"{cores_allow('get_c64') / cores_allow(beside):.2f}", "", "",
+        f"server + wrk µs a request: GET {fmt(med('get_c64_cpu', 'buzzkit'))} + {fmt(med('get_c64_wrk_cpu', 'buzzkit'))}, "
+        f"/healthz {fmt(med(beside + '_cpu', 'buzzkit'))} + {fmt(med(beside + '_wrk_cpu', 'buzzkit'))}")
 
 # The same GETs against /healthz sent like them (lua/get.lua with a /healthz path format: the
 # same table of request strings and the same header), so wrk's own cost per request is alike on both sides.
@@ -95,7 +136,8 @@ uncached_ceiling = "ceiling_uncached_get_subscriber" if n("ceiling_uncached_get_
 ratio_row("GET /v1/subscribers/{id}, cache off, 64 conns vs SQLite alone (1 thread)", med("get_uncached_c64", "buzzkit"),
           med(uncached_ceiling, "sqlite"), 0.5,
           note=f"p99 {fmt(med('get_uncached_c64', 'buzzkit', 1))} ms; server CPU {fmt(med('get_uncached_c64_cpu', 'buzzkit'))} µs/request"
-          + (pairs_note("get_uncached_c64", uncached_ceiling, "sqlite") if uncached_ceiling != "ceiling_get_subscriber" else ""))
+          + (pairs_note("get_uncached_c64", uncached_ceiling, "sqlite") if uncached_ceiling != "ceiling_get_subscriber" else "")
+          + bound_note("get_uncached_c64", med(uncached_ceiling, "sqlite")))
 
 # The ceiling with 16 GETs to a read transaction (not a goal): how much of the ratio above the
 # server's shared read transactions make up.

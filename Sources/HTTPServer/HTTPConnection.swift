@@ -35,7 +35,7 @@ final class LoopContext: @unchecked Sendable {
     /// other answers of the round: as Redis writes its replies before the loop sleeps. A client
     /// that keeps many connections (a load balancer, a load generator) then reads a round's
     /// answers in one wake-up rather than one wake-up each: with wrk on the same two cores, its
-    /// CPU an uncached GET fell from 10.5–11.0 to 8.1 µs, and the GETs a second rose 15–19 %
+    /// CPU an uncached GET fell from 11.5–12.8 to 8.2–9.5 µs, and the GETs a second rose 15–16 %
     /// (bench/README.md). An answer waits at most for the rest of its round.
     /// - Returns: false, queueing nothing, on a thread that runs no rounds: write it now.
     func queueAnswer(_ response: HTTPResponse, framing: HTTPResponseFraming, for connection: HTTPConnection) -> Bool {

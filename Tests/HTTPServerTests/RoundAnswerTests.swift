@@ -58,7 +58,7 @@ import Testing
         let holder = try RawClient(port: port)
         let probes = try ["a", "b", "c"].map { ($0, try RawClient(port: port)) }
         // Each probe connection accepted and answered once before the hold, so the loop has them
-        // all registered; these first probes run in rounds of their own, one after another.
+        // all registered; these warm-up requests run in rounds of their own, one after another.
         for (name, client) in probes {
             client.send("GET /warm/\(name) HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try client.readResponse().body == Array("ok".utf8))

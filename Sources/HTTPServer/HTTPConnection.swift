@@ -21,12 +21,11 @@ final class LoopContext: @unchecked Sendable {
     @exclusivity(unchecked) var connections: [ObjectIdentifier: HTTPConnection] = [:]
     @exclusivity(unchecked) var draining = false
     /// `writeAnswers`, made once rather than a closure per round.
-    @exclusivity(unchecked) private var writeAnswersAtEnd: (() -> Void)?
+    private lazy var writeAnswersAtEnd: () -> Void = { [unowned self] in writeAnswers() }
 
     init(loop: EventLoop, server: ServerShared) {
         self.loop = loop
         self.server = server
-        writeAnswersAtEnd = { [unowned self] in writeAnswers() }
     }
 
     deinit { scratch.deallocate() }
@@ -37,14 +36,17 @@ final class LoopContext: @unchecked Sendable {
     /// answers in one wake-up rather than one wake-up each: with wrk on the same two cores, its
     /// CPU an uncached GET fell from 11.5–12.8 to 8.2–9.5 µs, and the GETs a second rose 15–16 %
     /// (bench/README.md). An answer waits at most for the rest of its round.
-    /// - Returns: false, queueing nothing, on a thread that runs no rounds: write it now.
-    func queueAnswer(_ response: HTTPResponse, framing: HTTPResponseFraming, for connection: HTTPConnection) -> Bool {
+    ///
+    /// Connections run only inside their loop's rounds (events, tasks, timers and what
+    /// `LoopIteration` runs at a round's end, all within `EventLoop.run`), so there is always a
+    /// round to queue in.
+    func queueAnswer(_ response: HTTPResponse, framing: HTTPResponseFraming, for connection: HTTPConnection) {
         if unsent.isEmpty {
-            guard let writeAnswersAtEnd, LoopIteration.atEnd(writeAnswersAtEnd) else { return false }
+            let queued = LoopIteration.atEnd(writeAnswersAtEnd)
+            precondition(queued, "an answer made off its event loop's rounds")
         }
         response.serialize(framing: framing, date: dateCache.current(), into: &output)
         unsent.append((connection, output.count))
-        return true
     }
 
     /// Writes the round's answers in the order they were made. A connection answered here may
@@ -242,23 +244,20 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
     }
 
     /// Answers the request in flight: queued in the loop's output buffer for the end of the
-    /// round (`LoopContext.queueAnswer`), when the machine goes on at `writeQueuedAnswer`.
-    /// Returns the machine's next action when the answer was written here instead: behind bytes
-    /// the socket has not taken yet, or off a round. `.none` while it waits, while the socket is
-    /// full (the rest waits in `outgoing`) or after the connection failed.
+    /// round (`LoopContext.queueAnswer`), when the machine goes on at `writeQueuedAnswer`; or,
+    /// behind bytes the socket has not taken yet, appended to them and written now, when the
+    /// machine's next action is returned once all of it is out. `.none` while the answer waits,
+    /// while the socket is full (the rest waits in `outgoing`) or after the connection failed.
     private func answer(_ response: HTTPResponse) -> ConnectionStateMachine.Action {
         // The loop's time for both: a synchronous write takes microseconds, deadlines are seconds.
         let now = context.loop.iterationNanoseconds
         guard let framing = machine.responseReady(response, now: now) else { return .none }
-        if outgoingOffset < outgoing.count {
-            response.serialize(framing: framing, date: context.dateCache.current(), into: &outgoing)
-            return flush() ? machine.writeCompleted(now: now) : .none
+        guard outgoingOffset < outgoing.count else {
+            context.queueAnswer(response, framing: framing, for: self)
+            return .none
         }
-        if context.queueAnswer(response, framing: framing, for: self) { return .none }
-        defer { context.recycleOutput() }
-        response.serialize(framing: framing, date: context.dateCache.current(), into: &context.output)
-        guard write(context.output[...]) else { return .none }
-        return machine.writeCompleted(now: now)
+        response.serialize(framing: framing, date: context.dateCache.current(), into: &outgoing)
+        return flush() ? machine.writeCompleted(now: now) : .none
     }
 
     /// This connection's answer, `context.output[range]`, at the end of the loop's round.

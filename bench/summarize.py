@@ -39,8 +39,7 @@ def cores():
 def cores_allow(scenario):
     """Requests a second the machine's cores allow at what this scenario's requests cost them:
     the server's CPU and wrk's together, since wrk runs on the same cores. None for a run dir
-    from before wrk's CPU was recorded. wrk's includes its Lua start-up (the request tables of
-    get.lua and identify.lua), so the figure errs low by that much."""
+    from before wrk's CPU was recorded. wrk's leaves out its Lua start-up (bench/wrk-cpu.py)."""
     server, load = med(f"{scenario}_cpu", "buzzkit"), med(f"{scenario}_wrk_cpu", "buzzkit")
     if server is None or load is None:
         return None

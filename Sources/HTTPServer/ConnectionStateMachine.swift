@@ -60,7 +60,11 @@ struct ConnectionStateMachine {
         case idle
         /// Receiving a head; the parser resumes from `point`.
         case readingHead(HTTPHeadResumePoint)
-        case readingBody(BodyReader)
+        /// Boxed, as `Action.renderError` is: a reader inline (a head, a chunk decoder and its
+        /// limits) made the state ~200 bytes, and every request without a body copied and
+        /// destroyed it several times (`memcpy`, ~800 instructions of a `/healthz`). A request
+        /// with a body pays one box instead.
+        indirect case readingBody(BodyReader)
         case awaitingResponse(ResponseContext)
         case writing(closeAfter: Bool)
         case closed

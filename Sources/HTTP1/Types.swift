@@ -10,7 +10,7 @@ package struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringCon
     /// by their text: every request compares its method half a dozen times (routing, HEAD, the
     /// idempotency check), and each String comparison of two different methods went through
     /// the runtime's slow path (~550 instructions a request, callgrind).
-    private let known: UInt8
+    @usableFromInline let known: UInt8
 
     package init(rawValue: String) {
         self.rawValue = rawValue
@@ -24,6 +24,8 @@ package struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringCon
 
     package var description: String { rawValue }
 
+    /// Inlined into other modules: a call retained and released both methods' text around it.
+    @inlinable
     package static func == (a: HTTPMethod, b: HTTPMethod) -> Bool {
         a.known == b.known && (a.known != 0 || a.rawValue == b.rawValue)
     }

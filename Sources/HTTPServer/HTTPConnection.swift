@@ -218,23 +218,23 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
     private func dispatch(_ request: HTTPRequest) -> HTTPResponse? {
         serial &+= 1
         let expected = serial
-        let loop = context.loop
         dispatching = true
         synchronousResponse = nil
         context.server.responder.respond(to: request) { [self] response in
-            if loop.inEventLoop {
+            if context.loop.inEventLoop {
                 if dispatching && serial == expected {
                     synchronousResponse = response
                 } else {
                     completed(response, serial: expected)
                 }
             } else {
-                loop.execute { self.completed(response, serial: expected) }
+                context.loop.execute { self.completed(response, serial: expected) }
             }
         }
         dispatching = false
-        defer { synchronousResponse = nil }
-        return synchronousResponse
+        // Moved out, not copied: a copy retained the response's headers and body, and clearing
+        // the property released them again.
+        return synchronousResponse.take()
     }
 
     /// An asynchronous completion, back on the loop. The connection may have closed meanwhile.

@@ -228,11 +228,11 @@ package final class Application: Responder {
     /// synchronous paths; only a write's callback captures what it needs (bench/README.md).
     package func respond(to request: HTTPRequest, completion: @escaping @Sendable (HTTPResponse) -> Void) {
         var exchange = Exchange(
-            request: request, requestID: Self.requestID(from: request.headers), started: monotonicNanoseconds(),
+            method: request.method, requestID: Self.requestID(from: request.headers), started: monotonicNanoseconds(),
             completion: completion)
         var context = RequestContext(
-            request: request, parameters: [:], requestID: exchange.requestID, now: clock.now(), caller: nil, key: nil,
-            store: store, metrics: metrics)
+            request: request, parameters: PathParameters(), requestID: exchange.requestID, now: clock.now(),
+            caller: nil, key: nil, store: store, metrics: metrics)
         do {
             let slot = try match(request, into: &context)
             let route = routes[slot]
@@ -256,7 +256,9 @@ package final class Application: Responder {
 
     /// One request on its way through `respond`: what the last step needs to log and answer.
     private struct Exchange: Sendable {
-        let request: HTTPRequest
+        /// The method, for the access log; not the request, which the context holds: a second
+        /// reference to it was a retain and a release more a request.
+        let method: HTTPMethod
         let requestID: String
         let started: UInt64
         let completion: @Sendable (HTTPResponse) -> Void
@@ -390,7 +392,7 @@ package final class Application: Responder {
             slot: exchange.metricsSlot ?? unmatchedSlot, status: response.status.code, nanos: nanos)
         if logger.isEnabled(.info) {
             var fields: JSONObject = [
-                "requestId": .string(exchange.requestID), "method": .string(exchange.request.method.rawValue),
+                "requestId": .string(exchange.requestID), "method": .string(exchange.method.rawValue),
                 "route": .string(exchange.routeName), "status": .number(String(response.status.code)),
                 "durationMs": .number(String(Double(nanos / 1000) / 1000)),
             ]

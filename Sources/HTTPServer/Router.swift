@@ -212,6 +212,10 @@ package struct PathParameters: Sendable, Equatable, ExpressibleByDictionaryLiter
 
     init(_ parameters: [Parameter]) { self.parameters = parameters }
 
+    /// None: what a request has before it is routed. `[:]` went through the variadic
+    /// dictionary-literal initialiser, an array made and mapped a request.
+    package init() { parameters = [] }
+
     package init(dictionaryLiteral elements: (String, String)...) {
         parameters = elements.map { Parameter(name: $0.0, value: $0.1) }
     }

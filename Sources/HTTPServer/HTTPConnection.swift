@@ -16,7 +16,9 @@ final class LoopContext: @unchecked Sendable {
     /// connection holds no output buffer.
     @exclusivity(unchecked) var output: [UInt8] = []
     /// The connections whose answers wait in `output`, each with where its bytes end, in order.
-    @exclusivity(unchecked) private var unsent: [(connection: HTTPConnection, end: Int)] = []
+    /// Each holds one reference, taken by `queueAnswer` and given back by `writeAnswers`: an
+    /// array of strong references retained each one again when read out, and released both.
+    @exclusivity(unchecked) private var unsent: [(connection: Unmanaged<HTTPConnection>, end: Int)] = []
     @exclusivity(unchecked) var dateCache = DateCache()
     @exclusivity(unchecked) var connections: [ObjectIdentifier: HTTPConnection] = [:]
     @exclusivity(unchecked) var draining = false
@@ -46,7 +48,7 @@ final class LoopContext: @unchecked Sendable {
             precondition(queued, "an answer made off its event loop's rounds")
         }
         response.serialize(framing: framing, date: dateCache.current(), into: &output)
-        unsent.append((connection, output.count))
+        unsent.append((Unmanaged.passRetained(connection), output.count))
     }
 
     /// Writes the round's answers in the order they were made. A connection answered here may
@@ -55,9 +57,9 @@ final class LoopContext: @unchecked Sendable {
         var start = 0
         var index = 0
         while index < unsent.count {
-            let (connection, end) = unsent[index]
+            let (queued, end) = unsent[index]
             index += 1
-            connection.writeQueuedAnswer(start..<end)
+            queued.takeRetainedValue().writeQueuedAnswer(start..<end)
             start = end
         }
         unsent.removeAll(keepingCapacity: true)
@@ -81,6 +83,9 @@ final class LoopContext: @unchecked Sendable {
 final class HTTPConnection: IOHandler, @unchecked Sendable {
     private let fd: Int32
     private let context: LoopContext
+    /// The server's responder, kept here: called through `context.server`, every request
+    /// retained and released it around the call.
+    private let responder: any Responder
     @exclusivity(unchecked) private var machine: ConnectionStateMachine
     @exclusivity(unchecked) private var outgoing: [UInt8] = []
     @exclusivity(unchecked) private var outgoingOffset = 0
@@ -99,6 +104,7 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
     init(fd: Int32, context: LoopContext) {
         self.fd = fd
         self.context = context
+        responder = context.server.responder
         machine = ConnectionStateMachine(limits: context.server.limits, now: monotonicNanoseconds())
         context.server.connectionObjectCreated()
     }
@@ -185,18 +191,18 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
     private func run(_ first: ConnectionStateMachine.Action) {
         var action = first
         loop: while !closed {
-            switch action {
+            switch consume action {
             case .none:
                 break loop
             case .sendContinue:
                 // Not a response: the machine stays reading the body, nothing to complete.
-                guard write(continueResponseBytes[...]) else { break loop }
+                guard continueResponseBytes.withUnsafeBytes({ write($0) }) else { break loop }
                 action = .none
             case .deliver(let request):
                 guard let response = dispatch(request) else { break loop }
                 action = answer(response)
             case .renderError(let error, let head):
-                action = answer(context.server.responder.respond(toProtocolError: error, requestHead: head))
+                action = answer(responder.respond(toProtocolError: error, requestHead: head))
             case .close(let graceful):
                 if graceful { beginLinger() } else { finalClose() }
                 break loop
@@ -220,7 +226,7 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
         let expected = serial
         dispatching = true
         synchronousResponse = nil
-        context.server.responder.respond(to: request) { [self] response in
+        responder.respond(to: request) { [self] response in
             if context.loop.inEventLoop {
                 if dispatching && serial == expected {
                     synchronousResponse = response
@@ -263,19 +269,21 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
     /// This connection's answer, `context.output[range]`, at the end of the loop's round.
     func writeQueuedAnswer(_ range: Range<Int>) {
         guard !closed, !lingering else { return }
-        if write(context.output[range]) {
+        // Lent, not sliced: a slice of the loop's buffer retained and released it.
+        let allOut = context.output.withUnsafeBytes { write(UnsafeRawBufferPointer(rebasing: $0[range])) }
+        if allOut {
             run(machine.writeCompleted(now: context.loop.iterationNanoseconds))
         }
     }
 
     /// Writes `bytes` now, behind anything still queued. What the socket does not take is
     /// copied into `outgoing` and write interest is armed. True when everything is out.
-    private func write(_ bytes: ArraySlice<UInt8>) -> Bool {
+    private func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
         if outgoingOffset < outgoing.count {
             outgoing.append(contentsOf: bytes)
             return flush()
         }
-        var written = bytes.startIndex
+        var written = 0
         switch send(bytes, from: &written) {
         case true?:
             return true
@@ -292,7 +300,7 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
     /// Writes queued bytes. True when everything is out; false if the socket is full (write
     /// interest is armed) or the connection failed and closed.
     private func flush() -> Bool {
-        switch send(outgoing[...], from: &outgoingOffset) {
+        switch outgoing.withUnsafeBytes({ send($0, from: &outgoingOffset) }) {
         case true?:
             break
         case false?:
@@ -310,15 +318,12 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
     }
 
     /// Writes `bytes[offset...]` until all is out (true) or the socket is full (false),
-    /// advancing `offset` (an index of `bytes`); nil when the connection failed and was closed.
-    private func send(_ bytes: ArraySlice<UInt8>, from offset: inout Int) -> Bool? {
-        while offset < bytes.endIndex {
+    /// advancing `offset`; nil when the connection failed and was closed.
+    private func send(_ bytes: UnsafeRawBufferPointer, from offset: inout Int) -> Bool? {
+        while offset < bytes.count {
             let result: IOResult<Int>
             do {
-                let start = offset - bytes.startIndex
-                result = try bytes.withUnsafeBytes { all in
-                    try Socket.write(fd, UnsafeRawBufferPointer(rebasing: all[start...]))
-                }
+                result = try Socket.write(fd, UnsafeRawBufferPointer(rebasing: bytes[offset...]))
             } catch {
                 finalClose()
                 return nil

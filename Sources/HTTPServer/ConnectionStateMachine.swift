@@ -216,7 +216,9 @@ struct ConnectionStateMachine {
                     parseRequestHead(
                         UnsafeRawBufferPointer(rebasing: all[readIndex...]), limits: limits.parser, resumingFrom: point)
                 }
-                switch result {
+                // Consumed, and the head passed on owned down to the request it becomes: each copy
+                // of a head on the way retained and released its fields.
+                switch consume result {
                 case .needMore(let point):
                     state = .readingHead(point)
                     return .none
@@ -248,7 +250,7 @@ struct ConnectionStateMachine {
 
     /// Decides framing and content coding for a parsed head. Returns an action, or nil when
     /// the state now reads a body from the buffer.
-    private mutating func startBody(head: HTTPRequestHead) -> Action? {
+    private mutating func startBody(head: consuming HTTPRequestHead) -> Action? {
         let framing: HTTPBodyFraming
         switch bodyFraming(of: head) {
         case .success(let value): framing = value
@@ -279,15 +281,13 @@ struct ConnectionStateMachine {
             // Each declared chunk size is checked against the limit as it is read (413 at once).
             readerFraming = .chunked(ChunkedBodyDecoder(limits: limits.parser, maxBodyBytes: limits.maxBodyBytes))
         }
+        // RFC 9110 §10.1.1: send 100 only if the client waits for it and nothing of the body came yet.
+        let sendsContinue =
+            head.version == .http1_1 && readIndex == buffer.count
+            && head.headers.containsToken("100-continue", inField: "Expect")
         state = .readingBody(
             BodyReader(head: head, context: context, framing: readerFraming, decompressor: decompressor))
-        // RFC 9110 §10.1.1: send 100 only if the client waits for it and nothing of the body came yet.
-        if head.version == .http1_1, readIndex == buffer.count,
-            head.headers.containsToken("100-continue", inField: "Expect")
-        {
-            return .sendContinue
-        }
-        return nil
+        return sendsContinue ? .sendContinue : nil
     }
 
     private enum BodyOutcome {
@@ -364,7 +364,7 @@ struct ConnectionStateMachine {
 
     // MARK: - Transitions
 
-    private mutating func deliver(head: HTTPRequestHead, body: [UInt8], context: ResponseContext) -> Action {
+    private mutating func deliver(head: consuming HTTPRequestHead, body: [UInt8], context: ResponseContext) -> Action {
         // Compact: keep only what belongs to later (pipelined) requests. When nothing does (the
         // usual case) the buffer is left for `writeCompleted`, which empties it anyway: removing
         // the whole range here too cost ~200 instructions a request.

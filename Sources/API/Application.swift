@@ -21,9 +21,11 @@ package enum Outcome: Sendable {
 /// the fields most answers leave empty (metadata, a raw response, a subscriber to show) live in
 /// one shared box, allocated only by the answers that set one of them.
 package struct Reply: Sendable {
-    package var status: HTTPStatus = .ok
-    package var data: JSONValue = .null
-    package var warnings: [IdentityWarning] = []
+    // No default values: with them, every initialiser built the reply and then copied it whole
+    // (an outlined copy and destroy of each field, ~600 instructions of a `/healthz`).
+    package var status: HTTPStatus
+    package var data: JSONValue
+    package var warnings: [IdentityWarning]
     /// `data` already serialised (a snapshot's JSON, kept with it), sent instead of `data`.
     package var serializedData: [UInt8]?
     private var extras: Extras?
@@ -92,12 +94,26 @@ package struct Reply: Sendable {
         self.status = status
         self.data = data
         self.warnings = warnings
-        if !metadata.isEmpty { self.metadata = metadata }
+        serializedData = nil
+        extras = metadata.isEmpty ? nil : Extras(metadata: metadata, raw: nil, subscriberToShow: nil)
     }
-    package init(raw: HTTPResponse) { self.raw = raw }
+
+    package init(raw: HTTPResponse) {
+        status = .ok
+        data = .null
+        warnings = []
+        serializedData = nil
+        extras = Extras(metadata: [:], raw: raw, subscriberToShow: nil)
+    }
 
     /// `data` already serialised: a snapshot's JSON, kept with it.
-    package init(serializedData: [UInt8]) { self.serializedData = serializedData }
+    package init(serializedData: [UInt8]) {
+        status = .ok
+        data = .null
+        warnings = []
+        self.serializedData = serializedData
+        extras = nil
+    }
 }
 
 /// The subscriber a write's answer shows in `data.subscriber`.

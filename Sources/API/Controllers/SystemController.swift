@@ -10,14 +10,15 @@ enum SystemController {
 
     /// `/healthz`'s data, serialised once: a load balancer asks many times a second.
     static let healthBytes: [UInt8] = JSONValue.object(["status": "ok"]).jsonBytes
+    private static let healthOutcome = Outcome.reply(Reply(serializedData: healthBytes))
 
     static func routes(metrics: Metrics, store: any IdentityStore) -> [Route] {
         [
             Route(method: .GET, path: "/healthz", access: .open, operationID: "getHealth") { _ in
                 // Only the bytes: a JSON tree in the reply too would be retained and released
-                // with every copy of it. Made in the `.reply` itself: a local mutated first was
-                // copied into it and destroyed (two copies of every field a request).
-                .reply(Reply(serializedData: healthBytes))
+                // with every copy of it. The whole outcome made once: one built here was built
+                // twice over, copied and destroyed (~400 instructions a request).
+                healthOutcome
             },
             Route(method: .GET, path: "/readyz", access: .open, operationID: "getReadiness") { _ in
                 do {

@@ -242,7 +242,7 @@ package final class Application: Responder {
     /// usage counting), dispatch to the handler (a read now, a write once durable), finish (metrics,
     /// access log, completion). Each step is a method, so none of them allocates a closure on the
     /// synchronous paths; only a write's callback captures what it needs (bench/README.md).
-    package func respond(to request: HTTPRequest, completion: @escaping @Sendable (HTTPResponse) -> Void) {
+    package func respond(to request: HTTPRequest, completion: @escaping @Sendable (consuming HTTPResponse) -> Void) {
         var exchange = Exchange(
             method: request.method, requestID: Self.requestID(from: request.headers), started: monotonicNanoseconds(),
             completion: completion)
@@ -252,7 +252,7 @@ package final class Application: Responder {
         do {
             let slot = try match(request, into: &context)
             let route = routes[slot]
-            exchange.route = route
+            exchange.routeSlot = slot
             exchange.metricsSlot = metricsSlots[slot]
             try admit(route, &context)
             exchange.tenant = context.caller?.tenant.id
@@ -264,7 +264,7 @@ package final class Application: Responder {
             }
         } catch {
             exchange.tenant = context.caller?.tenant.id
-            finish(exchange, render(error, requestID: exchange.requestID, route: exchange.routeName))
+            finish(exchange, render(error, requestID: exchange.requestID, route: routeName(exchange)))
         }
     }
 
@@ -277,13 +277,12 @@ package final class Application: Responder {
         let method: HTTPMethod
         let requestID: String
         let started: UInt64
-        let completion: @Sendable (HTTPResponse) -> Void
-        /// The route once one matched, and where its request is counted.
-        var route: Route?
+        let completion: @Sendable (consuming HTTPResponse) -> Void
+        /// The route once one matched (its index in `routes`, not a reference every request would
+        /// retain and release), and where its request is counted.
+        var routeSlot: Int?
         var metricsSlot: Int?
         var tenant: String?
-        /// The route label of logs and metrics.
-        var routeName: String { route?.name ?? "unmatched" }
     }
 
     /// Routing: the route's slot and its path parameters, or 404 / 405 with `Allow`.
@@ -333,7 +332,7 @@ package final class Application: Responder {
         do {
             try dispatch(route, context, exchange)
         } catch {
-            finish(exchange, render(error, requestID: exchange.requestID, route: exchange.routeName))
+            finish(exchange, render(error, requestID: exchange.requestID, route: routeName(exchange)))
         }
     }
 
@@ -363,7 +362,7 @@ package final class Application: Responder {
                 do {
                     response = render(try then(cached), requestID: exchange.requestID)
                 } catch {
-                    response = render(error, requestID: exchange.requestID, route: exchange.routeName)
+                    response = render(error, requestID: exchange.requestID, route: routeName(exchange))
                 }
                 return finish(exchange, response)
             }
@@ -371,7 +370,7 @@ package final class Application: Responder {
                 do {
                     finish(exchange, render(try then(result.get()), requestID: exchange.requestID))
                 } catch {
-                    finish(exchange, render(error, requestID: exchange.requestID, route: exchange.routeName))
+                    finish(exchange, render(error, requestID: exchange.requestID, route: routeName(exchange)))
                 }
             }
         }
@@ -384,7 +383,7 @@ package final class Application: Responder {
             try reply.showSubscriber(readingAfterCommit: snapshotAfterCommit)
             finish(exchange, render(reply, requestID: exchange.requestID))
         } catch {
-            finish(exchange, render(error, requestID: exchange.requestID, route: exchange.routeName))
+            finish(exchange, render(error, requestID: exchange.requestID, route: routeName(exchange)))
         }
     }
 
@@ -401,15 +400,20 @@ package final class Application: Responder {
             record: record, attributes: [], aliases: [], pushSubscriptions: [], preferences: [], devices: [])
     }
 
+    /// The route label of logs and metrics.
+    private func routeName(_ exchange: Exchange) -> String {
+        exchange.routeSlot.map { routes[$0].name } ?? "unmatched"
+    }
+
     /// Metrics, the access log line, then the answer.
-    private func finish(_ exchange: Exchange, _ response: HTTPResponse) {
+    private func finish(_ exchange: Exchange, _ response: consuming HTTPResponse) {
         let nanos = monotonicNanoseconds() - exchange.started
         metrics.recordRequest(
             slot: exchange.metricsSlot ?? unmatchedSlot, status: response.status.code, nanos: nanos)
         if logger.isEnabled(.info) {
             var fields: JSONObject = [
                 "requestId": .string(exchange.requestID), "method": .string(exchange.method.rawValue),
-                "route": .string(exchange.routeName), "status": .number(String(response.status.code)),
+                "route": .string(routeName(exchange)), "status": .number(String(response.status.code)),
                 "durationMs": .number(String(Double(nanos / 1000) / 1000)),
             ]
             if let tenant = exchange.tenant { fields["tenant"] = .string(tenant) }

@@ -13,8 +13,12 @@ package struct RequestContext: Sendable {
     package var caller: Caller?
     /// The key the call was made with, once authenticated.
     package var key: APIKeyRecord?
-    package var store: any IdentityStore
-    package var metrics: Metrics
+    /// The application's store and metrics, held without counting references: the application
+    /// owns both and is alive for as long as any of its requests is (a request's pending
+    /// completions hold it), and every request on both event loops retained and released these
+    /// same two objects, each count an atomic write to a cache line the other core wants too.
+    package unowned(unsafe) let store: any IdentityStore
+    package unowned(unsafe) let metrics: Metrics
 
     /// A path parameter the route declares.
     package func parameter(_ name: String) throws(APIError) -> String {

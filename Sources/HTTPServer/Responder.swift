@@ -42,8 +42,9 @@ package struct HTTPResponse: Sendable {
 /// with one retain instead of through its value witnesses.
 package protocol Responder: AnyObject, Sendable {
     /// Answers a request. `completion` may be called on any thread, exactly once; calling it
-    /// before returning (reads) avoids any thread hop.
-    func respond(to request: HTTPRequest, completion: @escaping @Sendable (HTTPResponse) -> Void)
+    /// before returning (reads) avoids any thread hop. It takes the response owned, so the
+    /// connection keeps it without a copy (a retain and release of its headers and body).
+    func respond(to request: HTTPRequest, completion: @escaping @Sendable (consuming HTTPResponse) -> Void)
 
     /// The answer to a request the server itself refused (malformed, over a limit, timed out),
     /// so the application can render it in its envelope.

@@ -19,8 +19,9 @@ package final class HTTPRequest: Sendable, Equatable {
         lhs.head == rhs.head && lhs.body == rhs.body
     }
 
-    package var method: HTTPMethod { head.method }
-    package var headers: HTTPHeaders { head.headers }
+    // Inlined into the application: a call returned a copy of the field, a retain and a release.
+    @inlinable package var method: HTTPMethod { head.method }
+    @inlinable package var headers: HTTPHeaders { head.headers }
 }
 
 /// A whole response. The server adds `Content-Length`, `Connection` and `Date`, compresses

@@ -9,11 +9,15 @@
 #   bench/request-instructions.sh                        # release build, both paths
 #   BUZZKIT_BINARY=/tmp/other ONLY=healthz bench/request-instructions.sh
 #
-# Prints instructions per request and where the callgrind files are
-# (callgrind_annotate --inclusive=yes FILE shows where they go).
+# Prints instructions and atomic reference counts per request (bench/callgrind_atomics.py: the
+# lock-prefixed instructions of swift_retain and swift_release that ran), and where the callgrind
+# files are (callgrind_annotate --inclusive=yes FILE shows where the instructions go).
+# CALLERS=1 also lists who asked for the atomics (valgrind's --separate-callers=2; slower).
 set -euo pipefail
 . "$(dirname "$0")/callgrind-setup.sh"
 ONLY=${ONLY:-healthz,get}
+separate=""
+[ "${CALLERS:-0}" = 1 ] && separate=--separate-callers=2
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
 
 measure() {  # measure healthz|get → "requests instructions"
@@ -24,7 +28,7 @@ measure() {  # measure healthz|get → "requests instructions"
     [ "$which" = uncached ] && cache='"snapshotCacheMiB":0,'
     echo "{$cache\"logLevel\":\"warn\",\"clientKeyRatePerSecond\":0}" >"$work/config.json"
     BUZZKIT_BOOTSTRAP_WORKSPACE_KEY="$key" \
-        valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/callgrind.$which.%p" \
+        valgrind --tool=callgrind --instr-atstart=no --dump-instr=yes $separate --callgrind-out-file="$OUT/callgrind.$which.%p" \
         "$BIN" serve --port 0 --database "$work/db.sqlite" --config "$work/config.json" \
         >"$work/stdout" 2>"$work/stderr" &
     server=$!
@@ -50,12 +54,14 @@ measure() {  # measure healthz|get → "requests instructions"
     kill "$server" 2>/dev/null || true
     wait "$server" 2>/dev/null || true
     rm -rf "$work"
-    echo "$n $(awk '/^summary:/ {print $2}' "$OUT"/callgrind."$which".$server.1)"
+    local file="$OUT"/callgrind."$which".$server.1
+    echo "$n $(awk '/^summary:/ {print $2}' "$file") $file"
 }
 
 for which in healthz get uncached; do
     [[ ",$ONLY," == *",$which,"* ]] || continue
-    read -r n instructions < <(measure "$which")
+    read -r n instructions file < <(measure "$which")
     echo "$which: $((instructions / n)) instructions per request ($n requests)"
+    python3 bench/callgrind_atomics.py "$file" "$n" ${separate:+--callers} | swift demangle --simplified | sed 's/^/  /'
 done
 echo "callgrind files: $OUT"

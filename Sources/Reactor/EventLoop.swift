@@ -40,10 +40,12 @@ package final class EventLoop: @unchecked Sendable {
     @exclusivity(unchecked) private var timers = TimerHeap()
     @exclusivity(unchecked) private var running = true
     @exclusivity(unchecked) private var iterationStart: UInt64 = 0
-    /// What handlers share within one wake-up (a read transaction) ends before the next wait.
+    /// What handlers share within one wake-up (a read transaction) ends before the next wait;
+    /// work that other threads finish for this loop's handlers comes back through `tryExecute`.
     private let rounds = LoopIteration()
     // Cross-thread state.
-    private let tasks = PThreadLock<[@Sendable () -> Void]>([])
+    /// Tasks to run, and whether the loop still takes them (false once `run` has returned).
+    private let tasks = PThreadLock<(queue: [@Sendable () -> Void], open: Bool)>(([], true))
     private let wakeupPending = Atomic<Bool>(false)
     private let threadID = Atomic<UInt>(0)
     private let kernelThreadIDValue = Atomic<Int32>(0)
@@ -95,10 +97,22 @@ package final class EventLoop: @unchecked Sendable {
 
     /// Runs `task` on the loop thread, soon. Safe from any thread, including the loop's.
     package func execute(_ task: @escaping @Sendable () -> Void) {
-        tasks.withLock { $0.append(task) }
+        _ = tryExecute(task)
+    }
+
+    /// ``execute(_:)``, saying whether the task was taken: false once the loop has stopped, when
+    /// the caller should run it itself.
+    package func tryExecute(_ task: @escaping @Sendable () -> Void) -> Bool {
+        let taken = tasks.withLock { tasks in
+            guard tasks.open else { return false }
+            tasks.queue.append(task)
+            return true
+        }
+        guard taken else { return false }
         if !wakeupPending.exchange(true, ordering: .acquiringAndReleasing) {
             try? EventFD.signal(wakeFD)
         }
+        return true
     }
 
     /// Asks the loop to stop after its current iteration and waits for the thread to end,
@@ -179,7 +193,9 @@ package final class EventLoop: @unchecked Sendable {
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: Int(capacity))
         defer { events.deallocate() }
         iterationStart = monotonicNanoseconds()
-        rounds.enter()
+        // The hand-back holds the loop until `leave` drops it; a holder that calls it after the
+        // loop stopped is told so (`tryExecute` refuses) and runs its task itself.
+        rounds.enter(handBack: { [self] task in tryExecute(task) })
         defer { rounds.leave() }
         while running {
             let timeout = nextTimeoutMilliseconds()
@@ -197,6 +213,9 @@ package final class EventLoop: @unchecked Sendable {
             runTimers()
             rounds.end()
         }
+        // Tasks queued before the loop closed its queue still run; later ones are refused.
+        tasks.withLock { $0.open = false }
+        runTasks()
         // Drop handlers and timers so their cycles through the loop end with it.
         registrations.removeAll()
         timers = TimerHeap()
@@ -236,9 +255,9 @@ package final class EventLoop: @unchecked Sendable {
     }
 
     private func runTasks() {
-        let pending = tasks.withLock { queue -> [@Sendable () -> Void] in
-            let taken = queue
-            queue.removeAll()
+        let pending = tasks.withLock { tasks -> [@Sendable () -> Void] in
+            let taken = tasks.queue
+            tasks.queue.removeAll()
             return taken
         }
         for task in pending { task() }
@@ -252,7 +271,7 @@ package final class EventLoop: @unchecked Sendable {
     }
 
     private func nextTimeoutMilliseconds() -> Int32 {
-        if tasks.withLock({ !$0.isEmpty }) { return 0 }
+        if tasks.withLock({ !$0.queue.isEmpty }) { return 0 }
         guard let deadline = timers.nextDeadline() else { return -1 }
         let now = monotonicNanoseconds()
         if deadline <= now { return 0 }

@@ -46,8 +46,10 @@ package typealias DatabaseErrorHandler = @Sendable (_ operation: String, _ error
 ///
 /// Jobs run on the writer thread. Completions run on a second thread, `buzzkit-db-complete`,
 /// which receives each group's completions in one hand-off, in commit order: whatever a
-/// completion does (the API renders the JSON answer and wakes an event loop there) no longer
-/// holds up the next group's commit. A job may use ``Database/savepoint(_:_:)`` but not
+/// completion does no longer holds up the next group's commit. A job submitted on an event loop
+/// with `completesOnCallingLoop` (the store's writes) is only handed back to that loop there,
+/// and completes on it (the API renders the answer there): the completion thread is then free to
+/// sync the next group sooner, and two loops render at once. A job may use ``Database/savepoint(_:_:)`` but not
 /// ``Database/transaction(_:_:)``.
 ///
 /// ```swift
@@ -200,11 +202,27 @@ package final class DatabaseWriter: Sendable {
     /// After ``close()``, `completion` is called at once, on the calling thread, with an error.
     /// - Parameters:
     ///   - job: The work, run inside its own savepoint of the group's transaction.
+    ///   - completesOnCallingLoop: Run `completion` on the event loop that submits, when one
+    ///     does (``LoopIteration/handBackToCurrent``), not on the completion thread. The completion
+    ///     thread then only hands it back. Until it has done that for a group, the writer holds
+    ///     the next group open (see the type's note), so a completion run there, rendering an
+    ///     answer, delayed the next commit; on the loops, two run at once. The caller must not
+    ///     make its loop wait for the completion.
     ///   - completion: Receives the job's value or error.
     package func submit<T: Sendable>(
         _ job: @escaping @Sendable (Database) throws -> T,
+        completesOnCallingLoop: Bool = false,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
+        let handBack = completesOnCallingLoop ? LoopIteration.handBackToCurrent : nil
+        let completion: @Sendable (Result<T, any Error>) -> Void =
+            if let handBack {
+                { result in
+                    if !handBack({ completion(result) }) { completion(result) }
+                }
+            } else {
+                completion
+            }
         let entry = Job(
             run: { db in
                 let result: Result<T, any Error>

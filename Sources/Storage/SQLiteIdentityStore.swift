@@ -175,12 +175,15 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
         let (purge, observers, onError, filters) = (self.purge, authObservers, self.onError, self.webhookFilters)
         let outbox = self.outbox
         let authChanged = AuthChangeFlag()
-        writer.submit({ db in
-            try body(
-                SQLiteContext(
-                    db: db, onRetire: purge.request, onSkipped: onError, onAuthChange: authChanged.set,
-                    webhookFilters: filters, outbox: outbox, storedIdentities: StoredIdentities()))
-        }) { result in
+        // Completed on the event loop that asked, when one did: the answer is rendered there.
+        writer.submit(
+            { db in
+                try body(
+                    SQLiteContext(
+                        db: db, onRetire: purge.request, onSkipped: onError, onAuthChange: authChanged.set,
+                        webhookFilters: filters, outbox: outbox, storedIdentities: StoredIdentities()))
+            }, completesOnCallingLoop: true
+        ) { result in
             if authChanged.isSet { observers.notify() }
             completion(result.mapError { error in (error as? SQLiteError).map(Self.domainError) ?? error })
         }

@@ -21,6 +21,10 @@ import Glibc
 package final class LoopIteration {
     /// What was deferred this round. Only the thread that entered touches it.
     private var bodies: [() -> Void] = []
+    /// Queues a task to run on this thread in a later round, from any thread; false once the
+    /// thread runs no more rounds. Given by the loop (its task queue) from `enter` to `leave`.
+    package typealias HandBack = @Sendable (@escaping @Sendable () -> Void) -> Bool
+    private var handBack: HandBack?
 
     /// The calling thread's rounds, unretained: the owner keeps them from `enter` to `leave`.
     private static let key: pthread_key_t = {
@@ -32,7 +36,9 @@ package final class LoopIteration {
     package init() {}
 
     /// Makes these the calling thread's rounds. Keep `self` alive until ``leave()``.
-    package func enter() {
+    /// - Parameter handBack: how other threads queue work for this thread (``handBackToCurrent``).
+    package func enter(handBack: HandBack? = nil) {
+        self.handBack = handBack
         pthread_setspecific(Self.key, Unmanaged.passUnretained(self).toOpaque())
     }
 
@@ -49,11 +55,20 @@ package final class LoopIteration {
     /// Ends the last round and unmarks the thread.
     package func leave() {
         end()
+        handBack = nil
         pthread_setspecific(Self.key, nil)
     }
 
     /// Whether the calling thread runs rounds (between an ``enter()`` and its ``leave()``).
     package static var isRunning: Bool { pthread_getspecific(key) != nil }
+
+    /// How work finished on another thread comes back to the calling thread's loop (nil on a
+    /// thread that runs no rounds, or whose loop takes no tasks). The database writer uses it to
+    /// run a write's completion on the loop that asked for the write.
+    package static var handBackToCurrent: HandBack? {
+        guard let pointer = pthread_getspecific(key) else { return nil }
+        return Unmanaged<LoopIteration>.fromOpaque(pointer)._withUnsafeGuaranteedRef { $0.handBack }
+    }
 
     /// Runs `body` on this thread at the end of its current round.
     /// - Returns: false, and `body` never runs, when this thread runs no rounds: do the work now.

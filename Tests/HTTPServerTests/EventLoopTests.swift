@@ -79,6 +79,33 @@ import Threads
         #expect(!LoopIteration.isRunning && !LoopIteration.atEnd {}, "a test's thread runs no rounds")
     }
 
+    /// A loop hands its thread's work back through `LoopIteration`: the hand-back runs a task on
+    /// the loop while it runs, and refuses once it stopped (the holder then runs the task itself).
+    @Test func handBackRunsOnTheLoopUntilItStops() throws {
+        let loop = try EventLoop(name: "handback")
+        loop.start()
+        let handBack = Mutex<LoopIteration.HandBack?>(nil)
+        let got = DispatchSemaphore(value: 0)
+        loop.execute {
+            handBack.withLock { $0 = LoopIteration.handBackToCurrent }
+            got.signal()
+        }
+        #expect(got.wait(timeout: .now() + 2) == .success)
+        let give = try #require(handBack.withLock { $0 })
+        let ranOnLoop = Mutex<Bool?>(nil)
+        let ran = DispatchSemaphore(value: 0)
+        #expect(
+            give {
+                ranOnLoop.withLock { $0 = loop.inEventLoop }
+                ran.signal()
+            })
+        #expect(ran.wait(timeout: .now() + 2) == .success)
+        #expect(ranOnLoop.withLock { $0 } == true)
+        loop.stop()
+        #expect(!give { Issue.record("a task ran on a stopped loop") })
+        #expect(LoopIteration.handBackToCurrent == nil, "a thread without rounds has no hand-back")
+    }
+
     @Test func timersFireInDeadlineOrder() throws {
         let loop = try EventLoop(name: "timers")
         loop.start()

@@ -49,8 +49,8 @@ package typealias DatabaseErrorHandler = @Sendable (_ operation: String, _ error
 /// completion does no longer holds up the next group's commit. A job submitted on an event loop
 /// with `completesOnCallingLoop` (the store's writes) is only handed back to that loop there,
 /// and completes on it (the API renders the answer there): the completion thread is then free to
-/// sync the next group sooner, and two loops render at once. A job may use ``Database/savepoint(_:_:)`` but not
-/// ``Database/transaction(_:_:)``.
+/// sync the next group sooner, and two loops render at once. A job may use
+/// ``Database/savepoint(_:_:)`` but not ``Database/transaction(_:_:)``.
 ///
 /// ```swift
 /// let writer = try DatabaseWriter(path: "buzzkit.sqlite")
@@ -215,7 +215,9 @@ package final class DatabaseWriter: Sendable {
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
         let handBack = completesOnCallingLoop ? LoopIteration.handBackToCurrent : nil
-        let completion: @Sendable (Result<T, any Error>) -> Void =
+        // What the writer and the completion thread call: handed back when there is a loop to
+        // hand it to (and it still takes tasks), else run there.
+        let delivered: @Sendable (Result<T, any Error>) -> Void =
             if let handBack {
                 { result in
                     if !handBack({ completion(result) }) { completion(result) }
@@ -233,15 +235,15 @@ package final class DatabaseWriter: Sendable {
                 }
                 let complete: @Sendable ((any Error)?) -> Void = { groupError in
                     if case .success = result, let groupError {
-                        completion(.failure(groupError))
+                        delivered(.failure(groupError))
                     } else {
-                        completion(result)
+                        delivered(result)
                     }
                 }
                 if case .failure(let error) = result { return (complete, error) }
                 return (complete, nil)
             },
-            fail: { completion(.failure($0)) })
+            fail: { delivered(.failure($0)) })
         let accepted = shared.withLock { state in
             guard !state.closing else { return false }
             state.queue.append(entry)

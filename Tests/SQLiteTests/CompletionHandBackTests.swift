@@ -86,4 +86,25 @@ import Threads
     @Test func completesOnTheCompletionThreadWhenTheLoopRefuses() throws {
         #expect(try !completionRanOnLoop(accepting: false, flag: true))
     }
+
+    /// A closed writer refuses at once, on the calling thread, as documented: not a round later.
+    @Test func aClosedWriterRefusesAtOnceEvenOnALoop() throws {
+        let writer = try DatabaseWriter(path: directory.file("closed.sqlite"))
+        writer.close()
+        let loop = FakeLoop(accepting: true)
+        let answeredBeforeReturn = Mutex<Bool?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        _ = loop.run {
+            let answered = Mutex(false)
+            writer.submit({ _ in }, completesOnCallingLoop: true) { result in
+                #expect((try? result.get()) == nil, "a closed writer ran a job")
+                answered.withLock { $0 = true }
+            }
+            answeredBeforeReturn.withLock { $0 = answered.withLock { $0 } }
+            done.signal()
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        loop.stop()
+        #expect(answeredBeforeReturn.withLock { $0 } == true)
+    }
 }

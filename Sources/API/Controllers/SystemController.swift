@@ -17,7 +17,7 @@ enum SystemController {
             Route(method: .GET, path: "/healthz", access: .open, operationID: "getHealth") { _ in
                 // Only the bytes: a JSON tree in the reply too would be retained and released
                 // with every copy of it. The whole outcome made once: one built here was built
-                // twice over, copied and destroyed (~400 instructions a request).
+                // twice over, copied and destroyed (~40 instructions and ~2 atomic counts a request).
                 healthOutcome
             },
             Route(method: .GET, path: "/readyz", access: .open, operationID: "getReadiness") { _ in

@@ -57,20 +57,10 @@ final class AuthCache: Sendable {
         /// Tenants by id, for workspace keys (which name their tenant per request).
         var tenants: [String: TenantEntry] = [:]
     }
-    /// One cache per thread (`ThreadSlot`), each with its own records: the two event loops
-    /// authenticate every request, and with one shared cache each request took the same lock
-    /// and counted references to the same key and tenant objects as the other loop's, every
-    /// count an atomic write to a cache line the other core had just written. A record is then
-    /// read from the database once per thread that needs it, not once per process.
-    private final class Shard: Sendable {
-        let state = Mutex(State())
-        // Keeps shards allocated one after another on separate cache lines.
-        private let padding: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
-    }
-    private static let shardCount = 16
-    private let shards = (0..<AuthCache.shardCount).map { _ in Shard() }
-    /// The calling thread's cache.
-    private var shard: Shard { shards[ThreadSlot.current % Self.shardCount] }
+    /// One cache per thread, each with its own records (`PerThread`): with one shared cache each
+    /// request took the same lock, and counted references to the same key and tenant objects,
+    /// as the other loop's. A record is then read from the database once per thread that needs it.
+    private let state = PerThread { State() }
     let ttlMillis: Int64
     /// Bounded, per thread, so a flood of distinct valid keys cannot grow it without limit.
     private let maxEntries = 10_000
@@ -88,7 +78,7 @@ final class AuthCache: Sendable {
     /// The cached key for the `Authorization` value `sent` and, for a tenant key, its tenant:
     /// one lock hold per request, on the calling thread's cache.
     func lookup(sent: String, nowMillis: Int64) -> Lookup {
-        shard.state.withLock { s in
+        state.withLock { s in
             var found = Lookup(generation: s.generation)
             guard let entry = s.keys[SentCredential(sent)], entry.expiresMillis > nowMillis else { return found }
             found.key = entry.key
@@ -98,14 +88,14 @@ final class AuthCache: Sendable {
     }
 
     func tenant(_ id: String, nowMillis: Int64) -> TenantRecord? {
-        shard.state.withLock { s in s.tenants[id].flatMap { $0.expiresMillis > nowMillis ? $0.tenant : nil } }
+        state.withLock { s in s.tenants[id].flatMap { $0.expiresMillis > nowMillis ? $0.tenant : nil } }
     }
 
     /// Stores what a lookup that began at `generation` found, unless an invalidation came since.
     /// A key is stored only if it is of the kind its token's prefix claims, so a hit, found by the
     /// very value sent, needs no token cut out to check that again.
     func store(key: APIKeyRecord?, sent: String, tenant: TenantRecord?, generation: UInt64, nowMillis: Int64) {
-        shard.state.withLock { s in
+        state.withLock { s in
             guard s.generation == generation else { return }
             if s.keys.count + s.tenants.count >= maxEntries {
                 s.keys.removeAll(keepingCapacity: true)
@@ -121,14 +111,12 @@ final class AuthCache: Sendable {
     }
 
     /// Empties every thread's cache. A lookup that began before it, on any thread, is not
-    /// stored: its shard's generation moved.
+    /// stored: its thread's generation moved.
     func invalidate() {
-        for shard in shards {
-            shard.state.withLock { s in
-                s.generation &+= 1
-                s.keys.removeAll()
-                s.tenants.removeAll()
-            }
+        state.forEach { s in
+            s.generation &+= 1
+            s.keys.removeAll()
+            s.tenants.removeAll()
         }
     }
 }

@@ -57,16 +57,8 @@ package final class Metrics: Sendable {
             latency.observe(seconds, bounds: Metrics.latencyBuckets)
         }
     }
-    /// A slice of the request counters that only a few threads (usually one) write, so the
-    /// event loops do not all queue on one lock and bounce its cache line per request.
-    private final class Shard: Sendable {
-        /// By route slot (`routeSlot`).
-        let routes = Mutex<[RouteStats]>([])
-        // Keeps shards allocated one after another on separate cache lines.
-        private let padding: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
-    }
-    private static let shardCount = 16
-    private let shards = (0..<Metrics.shardCount).map { _ in Shard() }
+    /// The request counters by route slot (`routeSlot`), one copy per thread.
+    private let routes = PerThread<[RouteStats]> { [] }
     private let state = Mutex(State())
     /// Route labels by slot.
     private let routeNames = Mutex<[String]>([])
@@ -87,7 +79,7 @@ package final class Metrics: Sendable {
 
     func recordRequest(slot: Int, status: Int, nanos: UInt64) {
         let seconds = Double(nanos) / 1e9
-        shards[ThreadSlot.current % Self.shardCount].routes.withLock { routes in
+        routes.withLock { routes in
             if slot >= routes.count { routes += repeatElement(RouteStats(), count: slot + 1 - routes.count) }
             routes[slot].record(status: status, seconds: seconds)
         }
@@ -149,8 +141,8 @@ package final class Metrics: Sendable {
         var requests: [RequestKey: UInt64] = [:]
         var latency: [String: Histogram] = [:]
         let names = routeNames.withLock { $0 }
-        for shard in shards {
-            for (slot, stats) in shard.routes.withLock({ $0 }).enumerated() where !stats.statuses.isEmpty {
+        routes.forEach { routes in
+            for (slot, stats) in routes.enumerated() where !stats.statuses.isEmpty {
                 let route = names[slot]
                 for entry in stats.statuses {
                     requests[RequestKey(route: route, status: entry.status), default: 0] += entry.count
@@ -240,23 +232,4 @@ package final class Metrics: Sendable {
 private struct RequestKey: Hashable {
     var route: String
     var status: Int
-}
-
-/// A small number per thread, handed out in order of first use, so each event loop thread
-/// gets its own metrics shard without a shared lock. Read through a pthread key: cheap, and
-/// threads that come and go (tests) just take new numbers.
-enum ThreadSlot {
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        precondition(pthread_key_create(&key, nil) == 0, "pthread_key_create failed")
-        return key
-    }()
-    private static let next = Atomic<Int>(0)
-
-    static var current: Int {
-        if let stored = pthread_getspecific(key) { return Int(bitPattern: stored) - 1 }
-        let slot = next.add(1, ordering: .relaxed).oldValue
-        pthread_setspecific(key, UnsafeRawPointer(bitPattern: slot + 1))
-        return slot
-    }
 }

@@ -91,28 +91,31 @@ package struct Reply: Sendable {
     package init(
         status: HTTPStatus = .ok, _ data: JSONValue, warnings: [IdentityWarning] = [], metadata: JSONObject = [:]
     ) {
-        self.status = status
-        self.data = data
-        self.warnings = warnings
-        serializedData = nil
-        extras = metadata.isEmpty ? nil : Extras(metadata: metadata, raw: nil, subscriberToShow: nil)
+        self.init(
+            status: status, data: data, warnings: warnings, serializedData: nil,
+            extras: metadata.isEmpty ? nil : Extras(metadata: metadata, raw: nil, subscriberToShow: nil))
     }
 
     package init(raw: HTTPResponse) {
-        status = .ok
-        data = .null
-        warnings = []
-        serializedData = nil
-        extras = Extras(metadata: [:], raw: raw, subscriberToShow: nil)
+        self.init(
+            status: .ok, data: .null, warnings: [], serializedData: nil,
+            extras: Extras(metadata: [:], raw: raw, subscriberToShow: nil))
     }
 
     /// `data` already serialised: a snapshot's JSON, kept with it.
     package init(serializedData: [UInt8]) {
-        status = .ok
-        data = .null
-        warnings = []
+        self.init(status: .ok, data: .null, warnings: [], serializedData: serializedData, extras: nil)
+    }
+
+    /// Every field set, as each initialiser above ends.
+    private init(
+        status: HTTPStatus, data: JSONValue, warnings: [IdentityWarning], serializedData: [UInt8]?, extras: Extras?
+    ) {
+        self.status = status
+        self.data = data
+        self.warnings = warnings
         self.serializedData = serializedData
-        extras = nil
+        self.extras = extras
     }
 }
 

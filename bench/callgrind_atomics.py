@@ -72,6 +72,11 @@ def lock_offsets():
     return locks, entries
 
 
+def in_runtime(name):
+    """A retain/release entry point or slow path of the runtime, or a recursion depth."""
+    return name.startswith(("swift_", "_swift")) or "RefCount" in name or name.isdigit()
+
+
 def main():
     path, requests = sys.argv[1], float(sys.argv[2])
     list_callers = "--callers" in sys.argv[3:]
@@ -86,9 +91,8 @@ def main():
     by_caller = collections.Counter()
     for (function, address), n in counts.items():
         if address - base in locks:
-            parts = function.split("'")
-            runtime = lambda p: p.startswith("swift_") or p.startswith("_swift") or "RefCount" in p or p.isdigit()
-            caller = next((p for p in parts[1:] if not runtime(p)), parts[0])
+            parts = function.split("'")  # the function, then its callers (and recursion depths)
+            caller = next((p for p in parts[1:] if not in_runtime(p)), parts[0])
             by_caller[caller] += n
     print("atomics: %.1f a request" % (sum(by_caller.values()) / requests))
     if list_callers:

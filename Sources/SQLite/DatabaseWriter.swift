@@ -45,11 +45,11 @@ package typealias DatabaseErrorHandler = @Sendable (_ operation: String, _ error
 ///   timeout, then surfaces as the error of the group.
 ///
 /// Jobs run on the writer thread. Completions run on a second thread, `buzzkit-db-complete`,
-/// which receives each group's completions in one hand-off, in commit order: whatever a
-/// completion does no longer holds up the next group's commit. A job submitted on an event loop
-/// with `completesOnCallingLoop` (the store's writes) is only handed back to that loop there,
-/// and completes on it (the API renders the answer there): the completion thread is then free to
-/// sync the next group sooner, and two loops render at once. A job may use
+/// which receives each group's completions in one hand-off, in commit order, after the log's
+/// sync; the writer holds its next group open until they have run (see above). A job submitted
+/// on an event loop with `completesOnCallingLoop` (the store's writes) is only handed back to
+/// that loop there, and completes on it (the API renders the answer there): the next group is
+/// not held open for the rendering, and two loops render at once. A job may use
 /// ``Database/savepoint(_:_:)`` but not ``Database/transaction(_:_:)``.
 ///
 /// ```swift

@@ -443,7 +443,7 @@ package final class Application: Responder {
     /// Echoes a sane `X-Request-Id`, else mints `req_…`.
     static func requestID(from headers: HTTPHeaders) -> String {
         if let given = headers["X-Request-Id"], !given.isEmpty, given.utf8.count <= 128,
-            given.utf8.allSatisfy({ $0 > 32 && $0 < 127 && $0 != 34 && $0 != 92 })
+            Envelope.isClean(requestID: given)
         {
             return given
         }

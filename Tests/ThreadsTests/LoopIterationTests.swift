@@ -11,11 +11,12 @@ import Threads
         var ran: [String] = []
         for round in 1...3 {
             #expect(LoopIteration.atEnd { ran.append("\(round)a") })
-            #expect(LoopIteration.atEnd {
-                ran.append("\(round)b")
-                // Deferred while the round ends: it still runs before `end` returns.
-                LoopIteration.atEnd { ran.append("\(round)c") }
-            })
+            #expect(
+                LoopIteration.atEnd {
+                    ran.append("\(round)b")
+                    // Deferred while the round ends: it still runs before `end` returns.
+                    LoopIteration.atEnd { ran.append("\(round)c") }
+                })
             #expect(ran.isEmpty || ran.last == "\(round - 1)c", "nothing runs before the round ends")
             rounds.end()
             #expect(ran.suffix(3) == ["\(round)a", "\(round)b", "\(round)c"])

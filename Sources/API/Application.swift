@@ -245,7 +245,7 @@ package final class Application: Responder {
     /// usage counting), dispatch to the handler (a read now, a write once durable), finish (metrics,
     /// access log, completion). Each step is a method, so none of them allocates a closure on the
     /// synchronous paths; only a write's callback captures what it needs (bench/README.md).
-    package func respond(to request: HTTPRequest, completion: @escaping @Sendable (consuming HTTPResponse) -> Void) {
+    package func respond(to request: HTTPRequest, completion: ResponseCompletion) {
         var exchange = Exchange(
             method: request.method, requestID: Self.requestID(from: request.headers), started: monotonicNanoseconds(),
             completion: completion)
@@ -280,7 +280,7 @@ package final class Application: Responder {
         let method: HTTPMethod
         let requestID: String
         let started: UInt64
-        let completion: @Sendable (consuming HTTPResponse) -> Void
+        let completion: ResponseCompletion
         /// The route once one matched (its index in `routes`, not a reference every request would
         /// retain and release), and where its request is counted.
         var routeSlot: Int?

@@ -80,7 +80,7 @@ final class LoopContext: @unchecked Sendable {
 /// overlapping access, so its stored properties opt out of the run-time exclusivity checks
 /// (`@exclusivity(unchecked)`): those cost ~1.3k instructions a request, 5 % of a `/healthz`
 /// (callgrind), each a TLS lookup and an access-set insert.
-final class HTTPConnection: IOHandler, @unchecked Sendable {
+package final class HTTPConnection: IOHandler, @unchecked Sendable {
     private let fd: Int32
     private let context: LoopContext
     /// The server's responder, kept here: called through `context.server`, every request
@@ -132,7 +132,7 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
 
     // MARK: - IOHandler
 
-    func readable() {
+    package func readable() {
         guard !closed else { return }
         if lingering {
             drainLinger()
@@ -179,7 +179,7 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
         }
     }
 
-    func writable() {
+    package func writable() {
         guard !closed else { return }
         if flush() { run(machine.writeCompleted(now: context.loop.iterationNanoseconds)) }
     }
@@ -223,24 +223,27 @@ final class HTTPConnection: IOHandler, @unchecked Sendable {
     /// Calls the responder. Returns the response if it completed synchronously on this thread.
     private func dispatch(_ request: HTTPRequest) -> HTTPResponse? {
         serial &+= 1
-        let expected = serial
         dispatching = true
         synchronousResponse = nil
-        responder.respond(to: request) { [self] response in
-            if context.loop.inEventLoop {
-                if dispatching && serial == expected {
-                    synchronousResponse = response
-                } else {
-                    completed(response, serial: expected)
-                }
-            } else {
-                context.loop.execute { self.completed(response, serial: expected) }
-            }
-        }
+        responder.respond(to: request, completion: .connection(self, serial: serial))
         dispatching = false
         // Moved out, not copied: a copy retained the response's headers and body, and clearing
         // the property released them again.
         return synchronousResponse.take()
+    }
+
+    /// The responder's answer to request `expected`, on any thread (`ResponseCompletion`).
+    func complete(_ response: consuming HTTPResponse, serial expected: UInt64) {
+        if context.loop.inEventLoop {
+            if dispatching && serial == expected {
+                synchronousResponse = response
+            } else {
+                completed(response, serial: expected)
+            }
+        } else {
+            let response = response
+            context.loop.execute { self.completed(response, serial: expected) }
+        }
     }
 
     /// An asynchronous completion, back on the loop. The connection may have closed meanwhile.

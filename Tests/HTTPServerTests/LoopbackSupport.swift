@@ -7,7 +7,7 @@ import Testing
 
 /// The application of the loopback tests: echoes, one slow route answered from another thread.
 final class EchoResponder: Responder {
-    func respond(to request: HTTPRequest, completion: @escaping @Sendable (consuming HTTPResponse) -> Void) {
+    func respond(to request: HTTPRequest, completion: ResponseCompletion) {
         switch request.head.path {
         case "/async":
             DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(150)) {

@@ -22,7 +22,7 @@ import Testing
         let release = DispatchSemaphore(value: 0)
         let state = Mutex(State())
 
-        func respond(to request: HTTPRequest, completion: @escaping @Sendable (consuming HTTPResponse) -> Void) {
+        func respond(to request: HTTPRequest, completion: ResponseCompletion) {
             let path = request.head.path
             if path == "/hold" {
                 holding.signal()

@@ -3,7 +3,7 @@ import StringBytes
 // Body framing of a request (RFC 9112 §6): refuse every head whose body could be read two ways.
 // Also the Host check (RFC 9112 §3.2), which needs the same one pass over the fields.
 
-func bodyFramingImpl(of head: HTTPRequestHead) -> Result<HTTPBodyFraming, HTTPParseError> {
+func bodyFramingImpl(of head: HTTPRequestHead, validHost: inout String?) -> Result<HTTPBodyFraming, HTTPParseError> {
     var hostCount = 0
     var hostIsValid = true
     var hasTransferEncoding = false
@@ -14,7 +14,11 @@ func bodyFramingImpl(of head: HTTPRequestHead) -> Result<HTTPBodyFraming, HTTPPa
         let name = fields[i].name
         if HTTPHeaders.namesEqual(name, "host" as StaticString) {
             hostCount += 1
-            hostIsValid = hostIsValid && isValidHost(fields[i].value)
+            // A keep-alive client sends the same value every time: checked once, compared after.
+            let value = fields[i].value
+            if value != validHost {
+                if isValidHost(value) { validHost = value } else { hostIsValid = false }
+            }
         } else if HTTPHeaders.namesEqual(name, "transfer-encoding" as StaticString) {
             hasTransferEncoding = true
         } else if HTTPHeaders.namesEqual(name, "content-length" as StaticString) {

@@ -76,6 +76,8 @@ struct ConnectionStateMachine {
     private var readIndex = 0
     /// Bytes of the current request seen; a timeout with none is a silent close, not a 408.
     private var requestStarted = false
+    /// The last `Host` value found valid on this connection (`bodyFraming(of:validHost:)`).
+    private var validHost: String?
     private var draining = false
     /// When the shell should call `timerFired`, if at all.
     private(set) var deadline: UInt64?
@@ -252,7 +254,7 @@ struct ConnectionStateMachine {
     /// the state now reads a body from the buffer.
     private mutating func startBody(head: consuming HTTPRequestHead) -> Action? {
         let framing: HTTPBodyFraming
-        switch bodyFraming(of: head) {
+        switch bodyFraming(of: head, validHost: &validHost) {
         case .success(let value): framing = value
         case .failure(let error): return fail(error, head: head)
         }

@@ -399,6 +399,10 @@ struct RequestHeadTableTests {
         case .framingError(let expected):
             let head = try #require(head, "expected a head, got \(whole)")
             #expect(bodyFraming(of: head) == .failure(expected))
+            // The same on a connection that found another Host valid before, which keeps it.
+            var validHost: String? = "other.example:80"
+            #expect(bodyFraming(of: head, validHost: &validHost) == .failure(expected))
+            #expect(validHost == "other.example:80" || expected != .invalidHost)
         case .ok(let method, let target, let version, let headers, let framing, let consumed):
             let head = try #require(head, "expected a head, got \(whole)")
             guard case .complete(let gotConsumed, _) = whole else { return }
@@ -410,6 +414,9 @@ struct RequestHeadTableTests {
                 #expect(head.headers.map { "\($0.name)=\($0.value)" } == headers)
             }
             #expect(try bodyFraming(of: head).get() == framing)
+            var validHost: String? = "other.example:80"
+            #expect(try bodyFraming(of: head, validHost: &validHost).get() == framing)
+            if let host = head.headers["Host"] { #expect(validHost == host, "a valid Host is remembered") }
         }
     }
 }

@@ -158,6 +158,20 @@ import Testing
         #expect(machine.writeCompleted(now: 0) == .close(graceful: true))
     }
 
+    /// A connection compares each `Host` with the last valid one rather than parsing it again:
+    /// a different value, valid or not, is still checked.
+    @Test func everyRequestsHostIsCheckedOnAKeptAliveConnection() throws {
+        var machine = Machine(limits: limits(), now: 0)
+        for host in ["a.example:8080", "a.example:8080", "b.example", "a.example:8080"] {
+            let get = "GET / HTTP/1.1\r\nHost: \(host)\r\n\r\n"
+            #expect(feed(&machine, get, now: 0) == .deliver(try request(get)), "\(host)")
+            #expect(machine.responseReady(HTTPResponse(status: .ok), now: 0) == Self.framing())
+            #expect(machine.writeCompleted(now: 0) == .none)
+        }
+        let bad = "GET / HTTP/1.1\r\nHost: a.example:80800\r\n\r\n"
+        #expect(feed(&machine, bad, now: 0) == .renderError(.invalidHost, try head(bad)))
+    }
+
     @Test func headResponseIsFramedAsHead() throws {
         var machine = Machine(limits: limits(), now: 0)
         _ = feed(&machine, "HEAD /a HTTP/1.1\r\nHost: x\r\n\r\n", now: 0)

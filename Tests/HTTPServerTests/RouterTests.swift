@@ -48,6 +48,27 @@ private struct NamedRouter<Name: Equatable> {
         #expect(parameters == ["id": "abc"])
     }
 
+    /// A parameter taken on a branch that then fails is given back before the next branch
+    /// takes its own (the first parameter is held apart from the rest: both places must empty).
+    @Test func aFailedBranchLeavesNoParameterBehind() {
+        var router = NamedRouter<String>()
+        router.add(.GET, "/k/:a/:b/one", "two parameters")
+        router.add(.GET, "/k/q/:z/two", "literal first")
+        guard case .found(let handler, let parameters) = router.match(.GET, path: "/k/q/v/one") else {
+            Issue.record("no match")
+            return
+        }
+        #expect(handler == "two parameters")
+        #expect(parameters == ["a": "q", "b": "v"])
+        #expect(parameters["a"] == "q" && parameters["b"] == "v" && parameters["z"] == nil)
+        guard case .found(let other, let its) = router.match(.GET, path: "/k/q/v/two") else {
+            Issue.record("no match")
+            return
+        }
+        #expect(other == "literal first")
+        #expect(its == ["z": "v"])
+    }
+
     @Test func literalWinsOverParameter() {
         guard case .found(let handler, let parameters) = router().match(.GET, path: "/v1/subscribers/search") else {
             Issue.record("no match")

@@ -1,3 +1,4 @@
+import StringBytes
 import Synchronization
 
 /// Recently read subscriber snapshots, by the id they were asked for, so a repeated
@@ -23,6 +24,22 @@ package final class SnapshotCache: Sendable {
     private struct AskedID: Hashable {
         var tenantID: String
         var id: String
+
+        /// The id's bytes and the tenant id's last eight: the id is the client's choice, so all
+        /// of it goes through the seeded hash (no crafted collisions); the tenant id is ours and
+        /// random, and its tail tells tenants apart as well as its whole would. Equality is the
+        /// whole of both. Hashing both strings whole cost ~150 instructions more a cached GET.
+        func hash(into hasher: inout Hasher) {
+            withUTF8Bytes(id) { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+            withUTF8Bytes(tenantID) { bytes in
+                let raw = UnsafeRawBufferPointer(bytes)
+                if raw.count >= 8 {
+                    hasher.combine(raw.loadUnaligned(fromByteOffset: raw.count - 8, as: UInt64.self))
+                } else {
+                    hasher.combine(bytes: raw)
+                }
+            }
+        }
     }
     private struct State {
         var epoch: UInt64 = 0

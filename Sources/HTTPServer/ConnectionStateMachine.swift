@@ -113,7 +113,14 @@ struct ConnectionStateMachine {
     /// New bytes from the socket.
     mutating func bytesRead(_ bytes: UnsafeRawBufferPointer, now: UInt64) -> Action {
         guard !bytes.isEmpty else { return .none }
-        if case .closed = state { return .none }
+        switch state {
+        case .closed:
+            return .none
+        case .idle where readIndex == buffer.count, .readingHead where readIndex == buffer.count:
+            return headStartingAt(bytes, now: now)
+        default:
+            break
+        }
         if readIndex == buffer.count && !buffer.isEmpty {
             buffer.removeAll(keepingCapacity: true)
             readIndex = 0
@@ -166,7 +173,11 @@ struct ConnectionStateMachine {
         requestStarted = false
         if readIndex == buffer.count {
             // Release a large buffer so an idle keep-alive connection stays small.
-            if buffer.capacity > 2048 { buffer = [] } else { buffer.removeAll(keepingCapacity: true) }
+            if buffer.capacity > 2048 {
+                buffer = []
+            } else if !buffer.isEmpty {
+                buffer.removeAll(keepingCapacity: true)
+            }
             readIndex = 0
             state = .idle
             deadline = now &+ limits.idleTimeout
@@ -203,6 +214,36 @@ struct ConnectionStateMachine {
     }
 
     // MARK: - Parsing
+
+    /// Bytes that begin a request, nothing buffered before them (nearly every read): the head is
+    /// parsed where the socket's bytes lie, and only what follows it (a body, a pipelined
+    /// request) or a head cut short is copied into the buffer. Copying every read into the
+    /// buffer, and emptying it after the answer, was ~200 instructions of a `/healthz`.
+    private mutating func headStartingAt(_ bytes: UnsafeRawBufferPointer, now: UInt64) -> Action {
+        if case .idle = state {
+            state = .readingHead(.start)
+            deadline = now &+ limits.headerTimeout
+        }
+        requestStarted = true
+        if !buffer.isEmpty { buffer.removeAll(keepingCapacity: true) }
+        readIndex = 0
+        let result = parseRequestHead(bytes, limits: limits.parser, resumingFrom: .start)
+        switch consume result {
+        case .needMore(let point):
+            // The parser resumes over the same bytes from the start, with more after them.
+            buffer.append(contentsOf: bytes)
+            state = .readingHead(point)
+            return .none
+        case .invalid(let error):
+            return fail(error, head: nil)
+        case .complete(let head, let consumed):
+            if consumed < bytes.count {
+                buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[consumed...]))
+            }
+            if let action = startBody(head: head) { return action }
+            return process(now: now)
+        }
+    }
 
     private mutating func process(now: UInt64) -> Action {
         while true {

@@ -71,6 +71,48 @@ import Testing
         #expect(machine.writeCompleted(now: 0) == .deliver(try request(three)))
     }
 
+    /// However the socket cuts the bytes of a connection into reads, the same requests come out
+    /// in order: a head parsed where a read's bytes lie, one cut short and finished from the
+    /// buffer, a body that came with its head or after it, a pipelined request behind another.
+    @Test func everyCutOfTheStreamDeliversTheSameRequests() throws {
+        let get = "GET /1 HTTP/1.1\r\nHost: x\r\n\r\n"
+        let post = "POST /2 HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n"
+        let last = "GET /3 HTTP/1.1\r\nHost: x\r\n\r\n"
+        let stream = Array((get + post + "hello" + last).utf8)
+        let expected = [try request(get), try request(post, body: "hello"), try request(last)]
+        for firstCut in 1..<stream.count {
+            for secondCut in [firstCut + 1, firstCut + 7, stream.count] where secondCut <= stream.count {
+                var machine = Machine(limits: limits(), now: 0)
+                var delivered: [HTTPRequest] = []
+                var reads = [stream[..<firstCut], stream[firstCut..<secondCut]]
+                if secondCut < stream.count { reads.append(stream[secondCut...]) }
+                for read in reads {
+                    var action = Array(read).withUnsafeBytes { machine.bytesRead($0, now: 0) }
+                    while case .deliver(let request) = action {
+                        delivered.append(request)
+                        _ = machine.responseReady(HTTPResponse(status: .ok), now: 0)
+                        action = machine.writeCompleted(now: 0)
+                    }
+                    #expect(action == .none, "cuts \(firstCut), \(secondCut): \(action)")
+                }
+                #expect(delivered == expected, "cuts \(firstCut), \(secondCut)")
+                #expect(machine.isIdle, "cuts \(firstCut), \(secondCut)")
+            }
+        }
+    }
+
+    /// A request that arrives in one read, as nearly all do, leaves no buffer behind it.
+    @Test func aRequestInOneReadIsNotBuffered() throws {
+        var machine = Machine(limits: limits(), now: 0)
+        let get = "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
+        for _ in 0..<3 {
+            #expect(feed(&machine, get, now: 0) == .deliver(try request(get)))
+            #expect(machine.bufferCapacity == 0)
+            _ = machine.responseReady(HTTPResponse(status: .ok), now: 0)
+            #expect(machine.writeCompleted(now: 0) == .none)
+        }
+    }
+
     @Test func headerTimeoutAnswers408ThenCloses() throws {
         var machine = Machine(limits: limits(), now: 0)
         #expect(feed(&machine, "GET /slow HTTP/1.1\r\nHost: x\r\nHo", now: 1) == .none)

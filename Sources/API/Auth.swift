@@ -259,16 +259,7 @@ struct SentCredential: Hashable {
 
     static func == (a: SentCredential, b: SentCredential) -> Bool { a.value == b.value }
 
-    func hash(into hasher: inout Hasher) {
-        withUTF8Bytes(value) { bytes in
-            let raw = UnsafeRawBufferPointer(bytes)
-            if raw.count >= 8 {
-                hasher.combine(raw.loadUnaligned(fromByteOffset: raw.count - 8, as: UInt64.self))
-            } else {
-                hasher.combine(bytes: raw)
-            }
-        }
-    }
+    func hash(into hasher: inout Hasher) { hasher.combineTail(of: value) }
 }
 
 /// A token bucket per client key: the app's key is public, so one leaked key must not be able

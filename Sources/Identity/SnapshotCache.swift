@@ -31,14 +31,7 @@ package final class SnapshotCache: Sendable {
         /// whole of both. Hashing both strings whole cost ~150 instructions more a cached GET.
         func hash(into hasher: inout Hasher) {
             withUTF8Bytes(id) { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
-            withUTF8Bytes(tenantID) { bytes in
-                let raw = UnsafeRawBufferPointer(bytes)
-                if raw.count >= 8 {
-                    hasher.combine(raw.loadUnaligned(fromByteOffset: raw.count - 8, as: UInt64.self))
-                } else {
-                    hasher.combine(bytes: raw)
-                }
-            }
+            hasher.combineTail(of: tenantID)
         }
     }
     private struct State {

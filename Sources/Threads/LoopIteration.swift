@@ -20,7 +20,7 @@ import Glibc
 /// ```
 package final class LoopIteration {
     /// What was deferred this round. Only the thread that entered touches it, never through
-    /// overlapping accesses, so the run-time exclusivity checks are skipped: they were ~150
+    /// overlapping accesses, so the run-time exclusivity checks are skipped: they were ~200
     /// instructions a `/healthz` (callgrind, ~2 requests a round).
     @exclusivity(unchecked) private var bodies: [() -> Void] = []
     /// What `end` is running: the two arrays swap, so neither is allocated again each round.

@@ -220,10 +220,7 @@ struct ConnectionStateMachine {
     /// request) or a head cut short is copied into the buffer. Copying every read into the
     /// buffer, and emptying it after the answer, was ~200 instructions of a `/healthz`.
     private mutating func headStartingAt(_ bytes: UnsafeRawBufferPointer, now: UInt64) -> Action {
-        if case .idle = state {
-            state = .readingHead(.start)
-            deadline = now &+ limits.headerTimeout
-        }
+        if case .idle = state { beginHead(now: now) }
         requestStarted = true
         if !buffer.isEmpty { buffer.removeAll(keepingCapacity: true) }
         readIndex = 0
@@ -245,13 +242,18 @@ struct ConnectionStateMachine {
         }
     }
 
+    /// Bytes of a new request came while idle: its head's timeout runs from now.
+    private mutating func beginHead(now: UInt64) {
+        state = .readingHead(.start)
+        deadline = now &+ limits.headerTimeout
+    }
+
     private mutating func process(now: UInt64) -> Action {
         while true {
             switch state {
             case .idle:
                 guard readIndex < buffer.count else { return .none }
-                state = .readingHead(.start)
-                deadline = now &+ limits.headerTimeout
+                beginHead(now: now)
             case .readingHead(let point):
                 guard readIndex < buffer.count else { return .none }
                 requestStarted = true

@@ -241,7 +241,7 @@ package final class HTTPConnection: IOHandler, @unchecked Sendable {
                 completed(response, serial: expected)
             }
         } else {
-            let response = response
+            let response = response  // a consuming parameter cannot be captured; its copy can
             context.loop.execute { self.completed(response, serial: expected) }
         }
     }

@@ -48,10 +48,6 @@ package enum ResponseCompletion: Sendable {
     case connection(HTTPConnection, serial: UInt64)
     case closure(@Sendable (consuming HTTPResponse) -> Void)
 
-    package init(_ body: @escaping @Sendable (consuming HTTPResponse) -> Void) {
-        self = .closure(body)
-    }
-
     /// Delivers the response. Consuming, so the connection is moved out, not retained again.
     package consuming func callAsFunction(_ response: consuming HTTPResponse) {
         switch consume self {
@@ -78,6 +74,6 @@ package protocol Responder: AnyObject, Sendable {
 extension Responder {
     /// Answers a request into a closure (tests, in-process clients).
     package func respond(to request: HTTPRequest, completion: @escaping @Sendable (consuming HTTPResponse) -> Void) {
-        respond(to: request, completion: ResponseCompletion(completion))
+        respond(to: request, completion: .closure(completion))
     }
 }

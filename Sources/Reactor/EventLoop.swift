@@ -40,6 +40,7 @@ package final class EventLoop: @unchecked Sendable {
     @exclusivity(unchecked) private var timers = TimerHeap()
     @exclusivity(unchecked) private var running = true
     @exclusivity(unchecked) private var iterationStart: UInt64 = 0
+    @exclusivity(unchecked) private var idleYield = IdleYield()
     /// What handlers share within one wake-up (a read transaction) ends before the next wait;
     /// work that other threads finish for this loop's handlers comes back through `tryExecute`.
     private let rounds = LoopIteration()
@@ -197,10 +198,11 @@ package final class EventLoop: @unchecked Sendable {
         // loop stopped is told so (`tryExecute` refuses) and runs its task itself.
         rounds.enter(handBack: { [self] task in tryExecute(task) })
         defer { rounds.leave() }
+        var count = 0
         while running {
-            let count: Int
             do {
-                count = try waitForEvents(events, capacity: capacity, timeoutMs: nextTimeoutMilliseconds())
+                count = try waitForEvents(
+                    events, capacity: capacity, timeoutMs: nextTimeoutMilliseconds(), afterEvents: count > 0)
             } catch {
                 preconditionFailure("epoll_wait: \(error)")
             }
@@ -230,14 +232,21 @@ package final class EventLoop: @unchecked Sendable {
     /// 7–9 % idle (~1 % after) and its GETs a second rose 10 % (median of 14 paired runs);
     /// `/healthz`'s did not move (bench/README.md). With nothing else runnable the yield returns
     /// at once: two more system calls each time the loop runs out of work, none while events
-    /// keep coming.
+    /// keep coming. Only a loop that has just handled events yields: one woken by a timer alone
+    /// has no peer feeding it. Yields that held the loop back for long pause yielding
+    /// (`IdleYield`).
     private func waitForEvents(
-        _ events: UnsafeMutablePointer<epoll_event>, capacity: Int32, timeoutMs: Int32
+        _ events: UnsafeMutablePointer<epoll_event>, capacity: Int32, timeoutMs: Int32, afterEvents: Bool
     ) throws -> Int {
-        guard timeoutMs != 0 else { return try Epoll.wait(epollFD, events, capacity: capacity, timeoutMs: 0) }
-        let ready = try Epoll.wait(epollFD, events, capacity: capacity, timeoutMs: 0)
-        if ready > 0 { return ready }
-        sched_yield()
+        if afterEvents && timeoutMs != 0 {
+            let start = monotonicNanoseconds()
+            if idleYield.allowed(at: start) {
+                let ready = try Epoll.wait(epollFD, events, capacity: capacity, timeoutMs: 0)
+                if ready > 0 { return ready }
+                sched_yield()
+                idleYield.yielded(from: start, to: monotonicNanoseconds())
+            }
+        }
         return try Epoll.wait(epollFD, events, capacity: capacity, timeoutMs: timeoutMs)
     }
 

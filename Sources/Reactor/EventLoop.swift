@@ -229,8 +229,8 @@ package final class EventLoop: @unchecked Sendable {
     /// now, and the loop finds that work without a sleep and a wake-up; a loop that went to sleep
     /// at once left its core idle through the wake-up's latency, while its next requests waited
     /// on a thread that had no core. With wrk on the same two cores, a cached GET's cores were
-    /// 7–9 % idle (~1 % after) and its GETs a second rose 10 % (median of 14 paired runs);
-    /// `/healthz`'s did not move (bench/README.md). With nothing else runnable the yield returns
+    /// 8–10 % idle (~2 % after) and its GETs a second rose 6 % (median of 8 paired runs);
+    /// `/healthz`'s did not fall (bench/README.md). With nothing else runnable the yield returns
     /// at once: two more system calls each time the loop runs out of work, none while events
     /// keep coming. Only a loop that has just handled events yields: one woken by a timer alone
     /// has no peer feeding it. Yields that held the loop back for long pause yielding

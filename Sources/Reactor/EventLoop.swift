@@ -231,8 +231,8 @@ package final class EventLoop: @unchecked Sendable {
     /// on a thread that had no core. With wrk on the same two cores, a cached GET's cores were
     /// 8–10 % idle (~2 % after) and its GETs a second rose 6 % (median of 8 paired runs);
     /// `/healthz`'s did not fall (bench/README.md). With nothing else runnable the yield returns
-    /// at once: two more system calls each time the loop runs out of work, none while events
-    /// keep coming. Only a loop that has just handled events yields: one woken by a timer alone
+    /// at once: two more system calls and two clock reads each time the loop runs out of work,
+    /// none while events keep coming. Only a loop that has just handled events yields: one woken by a timer alone
     /// has no peer feeding it. Yields that held the loop back for long pause yielding
     /// (`IdleYield`).
     private func waitForEvents(

@@ -232,9 +232,10 @@ package final class EventLoop: @unchecked Sendable {
     /// 8–10 % idle (~2 % after) and its GETs a second rose 6 % (median of 8 paired runs);
     /// `/healthz`'s did not fall (bench/README.md). With nothing else runnable the yield returns
     /// at once: two more system calls and two clock reads each time the loop runs out of work,
-    /// none while events keep coming. Only a loop that has just handled events yields: one woken by a timer alone
-    /// has no peer feeding it. Yields that held the loop back for long pause yielding
-    /// (`IdleYield`).
+    /// none while events keep coming.
+    ///
+    /// Only a loop that has just handled events yields: one woken by a timer alone has no peer
+    /// feeding it. Yields that held the loop back for long pause yielding (`IdleYield`).
     private func waitForEvents(
         _ events: UnsafeMutablePointer<epoll_event>, capacity: Int32, timeoutMs: Int32, afterEvents: Bool
     ) throws -> Int {

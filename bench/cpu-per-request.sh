@@ -4,6 +4,8 @@
 # alone on the machine. Steadier than req/s for telling whose time it is: the kernel's share
 # (the socket calls) is the same for both; what differs is user space. wrk's own CPU a request is
 # printed beside each, since it runs on the same two cores and its share sets the req/s ratio too.
+# Then the whole machine's time a request (/proc/stat: user, system, softirq, idle; both servers'
+# and wrk's together), which shows how much of the two cores is the kernel's loopback TCP.
 #
 #   bench/cpu-per-request.sh                  # release build, 64 connections, 5 s, 3 rounds
 #   ROUNDS=5 CONNS=256 BUZZKIT_BINARY=/tmp/other bench/cpu-per-request.sh
@@ -25,21 +27,29 @@ WORK=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; "$NGINX" -c "$WORK/nginx.conf" -p "$WORK" -s stop 2>/dev/null; rm -rf "$WORK"' EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
+# machine → user (with nice), system, softirq and idle (with iowait) ticks of all cores, from /proc/stat.
+machine() { awk '/^cpu / {print $2 + $3, $4, $8, $5 + $6}' /proc/stat; }
 ticks() { for p in "$@"; do awk '{print $14, $15}' "/proc/$p/stat"; done | awk '{u += $1; s += $2} END {print u, s}'; }
 measure() {  # measure NAME URL PID… → user and system µs per request (and, with SYSCALLS=1, the calls)
     local name=$1 url=$2; shift 2
     wrk -t2 -c"$CONNS" -d2s "$url" >/dev/null
     local before after n wrk_cpu
     before=$(ticks "$@")
+    local machine_before machine_after
+    machine_before=$(machine)
     # wrk's own CPU too (bash's `time`, user + system seconds): it shares the two cores.
     local TIMEFORMAT='%U %S'
     { time wrk -t2 -c"$CONNS" -d5s "$url" >"$WORK/wrk.out"; } 2>"$WORK/wrk.time"
     after=$(ticks "$@")
+    machine_after=$(machine)
     n=$(awk '/requests in/ {print $1}' "$WORK/wrk.out")
     wrk_cpu=$(awk '{print $1 + $2}' "$WORK/wrk.time")
     echo "$before $after $n $wrk_cpu" | awk -v name="$name" -v hz="$(getconf CLK_TCK)" \
         '{printf "%-8s user %.2f us, system %.2f us per request; wrk %.2f us (%d requests)\n", name,
           ($3 - $1) * 1e6 / hz / $5, ($4 - $2) * 1e6 / hz / $5, $6 * 1e6 / $5, $5}'
+    echo "$machine_before $machine_after $n" | awk -v hz="$(getconf CLK_TCK)" \
+        '{f = 1e6 / hz / $9; printf "         machine: user %.2f, system %.2f, softirq %.2f, idle %.2f us per request\n",
+          ($5 - $1) * f, ($6 - $2) * f, ($7 - $3) * f, ($8 - $4) * f}'
     [ "${SYSCALLS:-0}" = 1 ] && syscalls "$url" "$@"
     return 0
 }

@@ -65,7 +65,7 @@ package struct PostgresRow {
 
     // MARK: Required values
 
-    /// A `smallint`, `integer` or `bigint` column.
+    /// A `smallint`, `integer`, `bigint` or `xid` column.
     package func int(_ column: Int) throws -> Int64 {
         guard let value = try optionalInt(column) else { throw nullError(column, "an integer") }
         return value
@@ -189,7 +189,8 @@ package struct PostgresRow {
     // Type OIDs (stable since PostgreSQL 7: src/include/catalog/pg_type.dat).
     private static let boolType: UInt32 = 16
     private static let byteaType: UInt32 = 17
-    private static let integerTypes: Set<UInt32> = [20, 21, 23]  // int8, int2, int4
+    // int8, int2, int4, and xid: a transaction id (`xmin`), unsigned 32-bit, decimal as text.
+    private static let integerTypes: Set<UInt32> = [20, 21, 23, 28]
     // text, varchar, bpchar, name, json, jsonb, unknown
     private static let textTypes: Set<UInt32> = [25, 1043, 1042, 19, 114, 3802, 705]
     private static let numberTypes: Set<UInt32> = [700, 701, 1700, 20, 21, 23]  // float4, float8, numeric, ints

@@ -78,6 +78,20 @@ struct ConnectionTests {
         #expect(none.isEmpty)
     }
 
+    /// A row's `xmin` (type `xid`) reads as an integer, the number its text form shows: the
+    /// snapshot check rebuilds versions (`key:xmin`) from it.
+    @Test func anXidColumnReadsAsTheIntegerItsTextShows() throws {
+        let db = try connection
+        try db.execute("CREATE TABLE v(k bigint)")
+        try db.execute("INSERT INTO v VALUES (1)")
+        let row = try #require(try db.queryOne("SELECT xmin, xmin::text FROM v"))
+        let xmin = try row.int(0)
+        #expect(xmin > 0)
+        #expect(String(xmin) == (try row.string(1)))
+        let wrapped = try #require(try db.queryOne("SELECT '4294967295'::xid"))
+        #expect(try wrapped.int(0) == 4_294_967_295)
+    }
+
     @Test func decodingFailsClosedOnNullAndWrongTypes() throws {
         let db = try connection
         let row = try #require(try db.queryOne("SELECT NULL::bigint AS missing, true AS flag, 'x'::text AS word"))

@@ -104,6 +104,9 @@ final class PostgresSnapshotReader: Sendable {
     private func run() {
         while true {
             let batch = queue.withLock(waitingUntil: { !$0.waiting.isEmpty || $0.closed }) { q -> [Question] in
+                // All of it, as it nearly always is: the array moved out, not its questions
+                // copied (each a retain of its strings, snapshot and completion) and released.
+                guard q.waiting.count > maxBatch else { return exchange(&q.waiting, with: []) }
                 let taken = Array(q.waiting.prefix(maxBatch))
                 q.waiting.removeFirst(taken.count)
                 return taken

@@ -49,7 +49,8 @@ extension PostgresContext {
                 lastSeq: try row.int(9), eventCount: try row.int(10), createdAt: Timestamp(millis: try row.int(11)),
                 updatedAt: Timestamp(millis: try row.int(12)))
             answers[open[position]] = SnapshotAnswer(
-                version: try row.string(1), snapshot: try Self.snapshot(record, children: row, from: 13))
+                version: Self.version(key: record.key, xmin: try row.int(1)),
+                snapshot: try Self.snapshot(record, children: row, from: 13))
         }
         return answers
     }
@@ -161,12 +162,9 @@ extension PostgresContext {
                 FROM devices WHERE subscriber_key = s.key) AS devices
         """
 
-    /// A subscriber's version: its key and its row's `xmin`, which every change to the row, or
-    /// (through the triggers of migration 0003) to its children, replaces.
-    static let versionSQL = "s.key::text || ':' || s.xmin::text"
-
-    /// `versionSQL`'s text, made here from a key and an `xmin` (both decimal, as PostgreSQL
-    /// writes them).
+    /// A subscriber's version, `key:xmin`: its key and its row's `xmin`, which every change to
+    /// the row, or (through the triggers of migration 0003) to its children, replaces. Made here
+    /// from the `xmin` both statements return, so the format is written once.
     static func version(key: Int64, xmin: Int64) -> String { "\(key):\(xmin)" }
 
     /// Held snapshots' subscriber keys in, each live one's key and `xmin` out; the versions are
@@ -181,9 +179,9 @@ extension PostgresContext {
         """
 
     /// Asked ids in (tenants and ids), one row per id that reaches a live subscriber out: its
-    /// question's 1-based index, its version, its row and its children.
+    /// question's 1-based index, its row's `xmin` (for its version), its row and its children.
     static let askedSnapshotsSQL = """
-        SELECT q.i, \(versionSQL), s.key, s.tenant_id, s.id, s.anonymous, s.verified, s.email, s.email_subscribed,
+        SELECT q.i, s.xmin, s.key, s.tenant_id, s.id, s.anonymous, s.verified, s.email, s.email_subscribed,
             s.last_seq, s.event_count, s.created_at, s.updated_at,
         \(childrenSQL)
         FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q(tenant_id, alias, i)

@@ -6,7 +6,7 @@
 -- transaction as there; a random seeded person each time (auth is cached by the server, so not here).
 -- Variables: tenant, people.
 \set p random(0, :people - 1)
-SELECT q.i, s.key::text || ':' || s.xmin::text, s.key, s.tenant_id, s.id, s.anonymous, s.verified, s.email,
+SELECT q.i, s.xmin, s.key, s.tenant_id, s.id, s.anonymous, s.verified, s.email,
     s.email_subscribed, s.last_seq, s.event_count, s.created_at, s.updated_at,
     (SELECT json_agg(json_build_array(name, value, set_by_backend) ORDER BY name)
         FROM attributes WHERE subscriber_key = s.key) AS attributes,

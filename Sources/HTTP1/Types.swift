@@ -285,4 +285,11 @@ package enum HTTPBodyFraming: Hashable, Sendable {
     case none
     case contentLength(Int)
     case chunked
+
+    /// Whether the head announced a body (`Content-Length: 0` included). Asked instead of
+    /// `!= .none`, which another module reaches through the `Equatable` witness table.
+    package var announcesBody: Bool {
+        if case .none = self { return false }
+        return true
+    }
 }

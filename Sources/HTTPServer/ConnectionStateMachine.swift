@@ -306,7 +306,7 @@ struct ConnectionStateMachine {
             keepAlive: head.keepAlive, acceptsGzip: head.headers.acceptsGzip)
 
         var decompressor: Decompressor?
-        if framing != .none {
+        if framing.announcesBody {
             switch head.headers.contentCoding {
             case .identity: break
             case .gzip: decompressor = Decompressor(limit: limits.maxBodyBytes)

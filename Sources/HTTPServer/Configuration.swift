@@ -29,6 +29,9 @@ extension HTTPServer {
         package var maxConnections: Int
         /// Smallest response body worth gzipping when the client accepts it. Default 1 KiB.
         package var gzipMinimumBytes: Int
+        /// Which loop a connection lives on. Default `.byIncomingCPU`; not a setting of the
+        /// server's configuration file.
+        package var connectionPlacement: ConnectionPlacement = .byIncomingCPU
 
         /// Creates a configuration; every parameter defaults to the documented value.
         package init(

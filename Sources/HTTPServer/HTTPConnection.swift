@@ -1,5 +1,6 @@
 import HTTP1
 import Reactor
+import Synchronization
 import Threads
 
 /// Per-loop state shared by the connections on that loop. Confined to the loop's thread, so,
@@ -22,12 +23,24 @@ final class LoopContext: @unchecked Sendable {
     @exclusivity(unchecked) var dateCache = DateCache()
     @exclusivity(unchecked) var connections: [ObjectIdentifier: HTTPConnection] = [:]
     @exclusivity(unchecked) var draining = false
+    /// This loop's place among the server's loops, and all of them (weakly: they hold each
+    /// other), for moving a connection to another (``ConnectionPlacement``). Set before the loops start.
+    let index: Int
+    private(set) var siblings: [WeakLoopContext] = []
+    /// Connections registered on this loop; read by other loops to keep moves balanced.
+    let connectionCount = Atomic<Int>(0)
     /// `writeAnswers`, made once rather than a closure per round.
     private lazy var writeAnswersAtEnd: () -> Void = { [unowned self] in writeAnswers() }
 
-    init(loop: EventLoop, server: ServerShared) {
+    init(loop: EventLoop, server: ServerShared, index: Int) {
         self.loop = loop
         self.server = server
+        self.index = index
+    }
+
+    /// Tells each context of one server about the others. Before the loops start.
+    static func introduce(_ contexts: [LoopContext]) {
+        for context in contexts { context.siblings = contexts.map { WeakLoopContext(context: $0) } }
     }
 
     deinit { scratch.deallocate() }
@@ -72,6 +85,10 @@ final class LoopContext: @unchecked Sendable {
     }
 }
 
+struct WeakLoopContext {
+    weak var context: LoopContext?
+}
+
 /// The I/O shell around `ConnectionStateMachine`: reads, writes, timers, and calling the
 /// responder. Lives on one loop; `@unchecked Sendable` only so completions can carry it back
 /// to that loop through `execute`.
@@ -98,6 +115,8 @@ package final class HTTPConnection: IOHandler, @unchecked Sendable {
     @exclusivity(unchecked) private var serial: UInt64 = 0
     @exclusivity(unchecked) private var dispatching = false
     @exclusivity(unchecked) private var synchronousResponse: HTTPResponse?
+    /// Reads so far, for asking every `readsBetweenChecks` whether to move (``ConnectionPlacement``).
+    @exclusivity(unchecked) private var reads: UInt64 = 0
 
     private static let lingerNanoseconds: UInt64 = 1_000_000_000
 
@@ -123,6 +142,7 @@ package final class HTTPConnection: IOHandler, @unchecked Sendable {
             return
         }
         context.connections[ObjectIdentifier(self)] = self
+        context.connectionCount.add(1, ordering: .relaxed)
         if context.draining {
             run(machine.beginDrain())
         } else {
@@ -134,6 +154,10 @@ package final class HTTPConnection: IOHandler, @unchecked Sendable {
 
     package func readable() {
         guard !closed else { return }
+        if let target = loopToMoveTo() {
+            move(to: target)
+            return
+        }
         if lingering {
             drainLinger()
             return
@@ -414,6 +438,44 @@ package final class HTTPConnection: IOHandler, @unchecked Sendable {
         if !lingering { context.server.connectionFinished() }
         context.server.connectionClosed()
         context.connections[ObjectIdentifier(self)] = nil
+        context.connectionCount.subtract(1, ordering: .relaxed)
+    }
+
+    // MARK: - Moving to another loop
+
+    /// The loop this connection should move to now, if any: only between requests, with
+    /// nothing buffered either way, and only when the move keeps the loops balanced.
+    private func loopToMoveTo() -> LoopContext? {
+        reads &+= 1
+        guard reads % ConnectionPlacement.readsBetweenChecks == 1, !context.draining, machine.isIdle,
+            outgoingOffset >= outgoing.count, !dispatching, synchronousResponse == nil, !lingering
+        else { return nil }
+        let siblings = context.siblings
+        guard let wanted = context.server.placement.preferredLoop(of: fd, loopCount: siblings.count),
+            wanted != context.index, let target = siblings[wanted].context
+        else { return nil }
+        let counts = siblings.map { $0.context?.connectionCount.load(ordering: .relaxed) ?? 0 }
+        return LoopBalance.allowsMove(from: context.index, to: wanted, counts: counts) ? target : nil
+    }
+
+    /// Hands the socket to `target`'s loop: this object is done with it, a new one starts there.
+    /// The request waiting in the socket is read on the new loop. The connection stays open
+    /// and active throughout, so the server's counts do not change.
+    private func move(to target: LoopContext) {
+        if let timer { context.loop.cancelTimer(timer) }
+        timer = nil
+        context.loop.unregister(fd: fd)
+        closed = true
+        context.connections[ObjectIdentifier(self)] = nil
+        context.connectionCount.subtract(1, ordering: .relaxed)
+        context.server.moved.add(1, ordering: .relaxed)
+        let fd = fd
+        target.loop.execute {
+            let moved = HTTPConnection(fd: fd, context: target)
+            // It was asked at this read already.
+            moved.reads = 1
+            moved.start()
+        }
     }
 
     private func setInterest(_ wanted: Interest) {

@@ -16,10 +16,13 @@ final class ServerShared: Sendable {
     /// Connection objects alive, closed ones not yet freed included: a timer or task that
     /// outlives its connection's close shows here (see ``HTTPServer/Metrics/connectionObjects``).
     let connectionObjects = Atomic<Int>(0)
+    let moved = Atomic<Int>(0)
+    let placement: ConnectionPlacement
 
-    init(responder: any Responder, limits: ConnectionStateMachine.Limits) {
+    init(responder: any Responder, limits: ConnectionStateMachine.Limits, placement: ConnectionPlacement) {
         self.responder = responder
         self.limits = limits
+        self.placement = placement
     }
 
     func connectionFinished() { active.subtract(1, ordering: .relaxed) }
@@ -48,6 +51,8 @@ package final class HTTPServer: Sendable {
         /// Connection objects not yet freed. Once every connection closed it returns to zero: the
         /// loop's timers hold a connection only until it closes.
         package var connectionObjects: Int
+        /// Connections moved to another loop since start (``ConnectionPlacement``).
+        package var connectionsMoved: Int
     }
 
     private struct Running {
@@ -70,7 +75,9 @@ package final class HTTPServer: Sendable {
     /// Creates a server; nothing is bound until `start()`.
     package init(configuration: Configuration, responder: any Responder) {
         self.configuration = configuration
-        shared = ServerShared(responder: responder, limits: ConnectionStateMachine.Limits(configuration))
+        shared = ServerShared(
+            responder: responder, limits: ConnectionStateMachine.Limits(configuration),
+            placement: configuration.connectionPlacement)
     }
 
     /// The current counters.
@@ -78,7 +85,8 @@ package final class HTTPServer: Sendable {
         Metrics(
             openConnections: shared.open.load(ordering: .relaxed),
             totalAccepted: shared.accepted.load(ordering: .relaxed),
-            connectionObjects: shared.connectionObjects.load(ordering: .relaxed))
+            connectionObjects: shared.connectionObjects.load(ordering: .relaxed),
+            connectionsMoved: shared.moved.load(ordering: .relaxed))
     }
 
     /// Binds, starts the event loop threads and begins accepting.
@@ -91,7 +99,8 @@ package final class HTTPServer: Sendable {
             for index in 0..<max(1, configuration.eventLoopCount) {
                 loops.append(try EventLoop(name: "http-\(index)"))
             }
-            let contexts = loops.map { LoopContext(loop: $0, server: shared) }
+            let contexts = loops.indices.map { LoopContext(loop: loops[$0], server: shared, index: $0) }
+            LoopContext.introduce(contexts)
             let handler = ListenerHandler(
                 listener: listener, contexts: contexts, shared: shared,
                 maxConnections: configuration.maxConnections)
@@ -151,7 +160,8 @@ package final class HTTPServer: Sendable {
     }
 }
 
-/// Accepts on loop 0 and hands connections to the loops round-robin.
+/// Accepts on loop 0 and hands connections to the loops round-robin (``ConnectionPlacement``
+/// may move them later).
 final class ListenerHandler: IOHandler, @unchecked Sendable {
     private let listener: ListeningSocket
     private let contexts: [LoopContext]

@@ -40,6 +40,16 @@ package enum Socket {
         }
     }
 
+    /// The CPU the kernel last handled the socket's incoming packets on (`SO_INCOMING_CPU`,
+    /// socket(7)), or nil when it does not say. For a local client that is the CPU its thread
+    /// sent from; for a remote one, the CPU of the receive queue the NIC chose.
+    package static func incomingCPU(_ fd: Int32) -> Int? {
+        var cpu: Int32 = -1
+        var size = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &cpu, &size) == 0, cpu >= 0 else { return nil }
+        return Int(cpu)
+    }
+
     /// Shuts down our sending side so the peer sees end of stream after the last bytes.
     package static func shutdownWrite(_ fd: Int32) {
         _ = Glibc.shutdown(fd, Int32(SHUT_WR))

@@ -6,6 +6,7 @@
 #
 #   bench/healthz-ab.sh /tmp/before .build/release/buzzkit        # 10 pairs of 3 s, 64 connections
 #   PAIRS=16 CONNS=256 bench/healthz-ab.sh /tmp/before /tmp/after
+#   AFTER_ENV="BUZZKIT_EXTRA=2" bench/healthz-ab.sh BIN BIN   # one binary, its environment differs
 set -euo pipefail
 BEFORE=${1:?usage: bench/healthz-ab.sh BEFORE_BINARY AFTER_BINARY}
 AFTER=${2:?usage: bench/healthz-ab.sh BEFORE_BINARY AFTER_BINARY}
@@ -23,8 +24,9 @@ cleanup() {
 trap cleanup EXIT
 echo '{"logLevel": "warn", "clientKeyRatePerSecond": 0}' >"$WORK/config.json"
 
-start() {  # start NAME BINARY → base URL
-    BUZZKIT_BOOTSTRAP_WORKSPACE_KEY=bk_ws_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa \
+start() {  # start NAME BINARY [VAR=VALUE…] → base URL
+    # shellcheck disable=SC2086 # the environment's words are meant to split
+    env ${3:-} BUZZKIT_BOOTSTRAP_WORKSPACE_KEY=bk_ws_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa \
         "$2" serve --port 0 --database "$WORK/$1.sqlite" --config "$WORK/config.json" >"$WORK/$1.out" 2>&1 &
     SERVERS+=($!)
     for _ in $(seq 100); do grep -q listening "$WORK/$1.out" && break; sleep 0.1; done
@@ -32,8 +34,8 @@ start() {  # start NAME BINARY → base URL
 }
 rate() { wrk -t2 -c"$CONNS" -d"${DUR}s" "$1/healthz" | awk '/Requests\/sec/ {print $2}'; }
 
-before=$(start before "$BEFORE")
-after=$(start after "$AFTER")
+before=$(start before "$BEFORE" "${BEFORE_ENV:-}")
+after=$(start after "$AFTER" "${AFTER_ENV:-}")
 echo "date: $(date -u +%FT%TZ), loadavg: $(cut -d' ' -f1-3 /proc/loadavg), $CONNS connections"
 ratios=()
 for i in $(seq "$PAIRS"); do

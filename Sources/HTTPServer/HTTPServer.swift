@@ -16,7 +16,9 @@ final class ServerShared: Sendable {
     /// Connection objects alive, closed ones not yet freed included: a timer or task that
     /// outlives its connection's close shows here (see ``HTTPServer/Metrics/connectionObjects``).
     let connectionObjects = Atomic<Int>(0)
+    /// Connections handed to another loop (``HTTPServer/Metrics/connectionsMoved``).
     let moved = Atomic<Int>(0)
+    /// Which loop a connection should live on, asked between its requests.
     let placement: ConnectionPlacement
 
     init(responder: any Responder, limits: ConnectionStateMachine.Limits, placement: ConnectionPlacement) {

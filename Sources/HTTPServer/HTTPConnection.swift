@@ -21,13 +21,15 @@ final class LoopContext: @unchecked Sendable {
     /// array of strong references retained each one again when read out, and released both.
     @exclusivity(unchecked) private var unsent: [(connection: Unmanaged<HTTPConnection>, end: Int)] = []
     @exclusivity(unchecked) var dateCache = DateCache()
-    @exclusivity(unchecked) var connections: [ObjectIdentifier: HTTPConnection] = [:]
+    /// The connections registered on this loop; change it through `add` and `remove`, which
+    /// keep `connectionCount` with it.
+    @exclusivity(unchecked) private(set) var connections: [ObjectIdentifier: HTTPConnection] = [:]
     @exclusivity(unchecked) var draining = false
     /// This loop's place among the server's loops, and all of them (weakly: they hold each
     /// other), for moving a connection to another (``ConnectionPlacement``). Set before the loops start.
     let index: Int
     private(set) var siblings: [WeakLoopContext] = []
-    /// Connections registered on this loop; read by other loops to keep moves balanced.
+    /// `connections.count`, readable from other loops: what keeps moves balanced.
     let connectionCount = Atomic<Int>(0)
     /// `writeAnswers`, made once rather than a closure per round.
     private lazy var writeAnswersAtEnd: () -> Void = { [unowned self] in writeAnswers() }
@@ -44,6 +46,16 @@ final class LoopContext: @unchecked Sendable {
     }
 
     deinit { scratch.deallocate() }
+
+    func add(_ connection: HTTPConnection) {
+        connections[ObjectIdentifier(connection)] = connection
+        connectionCount.add(1, ordering: .relaxed)
+    }
+
+    func remove(_ connection: HTTPConnection) {
+        guard connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return }
+        connectionCount.subtract(1, ordering: .relaxed)
+    }
 
     /// Serializes `response` for `connection`, to be written when the loop's round ends, with the
     /// other answers of the round: as Redis writes its replies before the loop sleeps. A client
@@ -141,8 +153,7 @@ package final class HTTPConnection: IOHandler, @unchecked Sendable {
             context.server.connectionClosed()
             return
         }
-        context.connections[ObjectIdentifier(self)] = self
-        context.connectionCount.add(1, ordering: .relaxed)
+        context.add(self)
         if context.draining {
             run(machine.beginDrain())
         } else {
@@ -430,15 +441,20 @@ package final class HTTPConnection: IOHandler, @unchecked Sendable {
     /// Unregisters and closes the fd now. Idempotent.
     func finalClose() {
         guard !closed else { return }
+        leaveLoop()
+        Socket.close(fd)
+        if !lingering { context.server.connectionFinished() }
+        context.server.connectionClosed()
+    }
+
+    /// Done with this loop: no timer, no registration, out of its connections. The fd stays
+    /// open (`finalClose` closes it, `move` hands it on).
+    private func leaveLoop() {
         closed = true
         if let timer { context.loop.cancelTimer(timer) }
         timer = nil
         context.loop.unregister(fd: fd)
-        Socket.close(fd)
-        if !lingering { context.server.connectionFinished() }
-        context.server.connectionClosed()
-        context.connections[ObjectIdentifier(self)] = nil
-        context.connectionCount.subtract(1, ordering: .relaxed)
+        context.remove(self)
     }
 
     // MARK: - Moving to another loop
@@ -462,12 +478,7 @@ package final class HTTPConnection: IOHandler, @unchecked Sendable {
     /// The request waiting in the socket is read on the new loop. The connection stays open
     /// and active throughout, so the server's counts do not change.
     private func move(to target: LoopContext) {
-        if let timer { context.loop.cancelTimer(timer) }
-        timer = nil
-        context.loop.unregister(fd: fd)
-        closed = true
-        context.connections[ObjectIdentifier(self)] = nil
-        context.connectionCount.subtract(1, ordering: .relaxed)
+        leaveLoop()
         context.server.moved.add(1, ordering: .relaxed)
         let fd = fd
         target.loop.execute {

@@ -109,11 +109,7 @@ import Testing
         #expect(test.server.metrics.connectionsMoved == 2)
         #expect(test.server.metrics.openConnections == 6)
         clients.removeAll()  // each client's deinit closes its socket
-        var metrics = test.server.metrics
-        for _ in 0..<200 where metrics.connectionObjects != 0 || metrics.openConnections != 0 {
-            usleep(10_000)
-            metrics = test.server.metrics
-        }
+        let metrics = polled({ test.server.metrics }, until: { $0.connectionObjects == 0 && $0.openConnections == 0 })
         #expect(metrics.connectionObjects == 0)
         #expect(metrics.openConnections == 0)
     }
@@ -126,7 +122,7 @@ import Testing
         defer { test.stop() }
         let clients = try (0..<20).map { _ in try test.client() }
         // Every connection registered on its loop before the first request is read.
-        for _ in 0..<200 where test.server.metrics.openConnections < 20 { usleep(5_000) }
+        _ = polled({ test.server.metrics.openConnections }, until: { $0 == 20 })
         usleep(50_000)
         for client in clients {
             client.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -146,11 +142,6 @@ import Testing
         #expect(test.server.metrics.connectionsMoved >= 1)
         test.stop()
         for client in clients { #expect(client.isClosedByPeer()) }
-        var open = test.server.metrics.openConnections
-        for _ in 0..<200 where open != 0 {
-            usleep(10_000)
-            open = test.server.metrics.openConnections
-        }
-        #expect(open == 0)
+        #expect(polled({ test.server.metrics.openConnections }, until: { $0 == 0 }) == 0)
     }
 }

@@ -162,14 +162,21 @@ func runOnNewThread(_ body: @escaping @Sendable () -> Void) {
     pthread_detach(thread)
 }
 
+/// Reads `value` every 10 ms until `done` holds of it, for at most two seconds: the server
+/// settles on its own threads after a close. Returns the last value read, for the test to check.
+func polled<T>(_ value: () -> T, until done: (T) -> Bool) -> T {
+    var last = value()
+    for _ in 0..<200 where !done(last) {
+        usleep(10_000)
+        last = value()
+    }
+    return last
+}
+
 /// The kernel ids of `server`'s event-loop threads, once each runs.
 func loopThreads(of server: HTTPServer) throws -> Set<String> {
     // Asked of the server, not found by name: other suites' servers run in this process too.
-    var ids = server.loopKernelThreadIDs
-    for _ in 0..<200 where ids.contains(0) {
-        usleep(5_000)
-        ids = server.loopKernelThreadIDs
-    }
+    let ids = polled({ server.loopKernelThreadIDs }, until: { !$0.contains(0) })
     try #require(!ids.isEmpty && !ids.contains(0), "every loop thread running")
     for id in ids {
         let name = (try? String(contentsOfFile: "/proc/self/task/\(id)/comm", encoding: .utf8)) ?? ""

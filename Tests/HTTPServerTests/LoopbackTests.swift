@@ -59,12 +59,7 @@ import Threads
         shutdown(client.fd, Int32(SHUT_WR))
         #expect(String(decoding: try client.readResponse().body, as: UTF8.self) == "async")
         #expect(client.isClosedByPeer())
-        var open = test.server.metrics.openConnections
-        for _ in 0..<100 where open != 0 {
-            usleep(10_000)
-            open = test.server.metrics.openConnections
-        }
-        #expect(open == 0)
+        #expect(polled({ test.server.metrics.openConnections }, until: { $0 == 0 }) == 0)
     }
 
     @Test func chunkedRequestBody() throws {
@@ -327,12 +322,7 @@ import Threads
             #expect(client.isClosedByPeer())
         }
         clients.removeAll()  // each client's deinit closes its socket
-        var objects = test.server.metrics.connectionObjects
-        for _ in 0..<200 where objects != 0 {
-            usleep(10_000)
-            objects = test.server.metrics.connectionObjects
-        }
-        #expect(objects == 0)
+        #expect(polled({ test.server.metrics.connectionObjects }, until: { $0 == 0 }) == 0)
     }
 
     @Test func connectionsBeyondTheLimitGet503() throws {

@@ -308,20 +308,21 @@ package final class Application: Responder {
     /// Authentication, the client key's rate limit, and the hook that counts unverified app calls.
     private func admit(_ route: Route, _ context: inout RequestContext) throws {
         guard route.access != .open else { return }
-        let auth = try authenticator.authenticate(context.request.headers, access: route.access, now: context.now)
-        context.caller = auth.caller
-        context.key = auth.key
-        if auth.key.kind == .client, let wait = rateLimiter.take(auth.key.id, nowMillis: context.now.millis) {
+        var auth = try authenticator.authenticate(context.request.headers, access: route.access, now: context.now)
+        // Kinds and roles matched, not compared: `==` reached their witness tables from here.
+        if case .client = auth.key.kind, let wait = rateLimiter.take(auth.key.id, nowMillis: context.now.millis) {
             var error = APIError(.rateLimited, message: "Too many requests for this key; retry later.")
             error.headers.add(name: "Retry-After", value: String(wait))
             throw error
         }
         // Counted where the proof is checked: only calls on external ids, and a proof in the
         // identify body counts as much as one in a header.
-        if let caller = auth.caller, caller.role == .app {
+        if let caller = auth.caller, case .app = caller.role {
             let (usage, tenantID, nowMillis) = (usage, caller.tenant.id, context.now.millis)
-            context.caller?.onUnproven = { usage.recordUnverifiedCall(tenantID: tenantID, nowMillis: nowMillis) }
+            auth.caller?.onUnproven = { usage.recordUnverifiedCall(tenantID: tenantID, nowMillis: nowMillis) }
         }
+        context.key = auth.key
+        context.caller = auth.caller
     }
 
     /// Stops the handler threads once the handlers already queued have run (after the server

@@ -35,7 +35,9 @@ package struct RequestContext: Sendable {
     /// `raw` as a subscriber id, checked against API.md §3 and the tenant's blocked ids before
     /// any work is queued; the domain takes the checked id and does not check it again.
     package func subscriberID(_ raw: String) throws -> SubscriberID {
-        try IDRules.subscriberID(raw, blocked: requireCaller().tenant.settings.blockedExternalIds)
+        // The tenant alone, not a copy of the whole caller (its proof and callback too).
+        guard let tenant = caller?.tenant else { throw APIError.unauthorized }
+        return try IDRules.subscriberID(raw, blocked: tenant.settings.blockedExternalIds)
     }
 
     /// The `id` path parameter as a checked subscriber id.

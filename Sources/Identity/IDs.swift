@@ -79,6 +79,9 @@ package enum IDRules {
     /// `placeholderIDs` as bytes, for `isASCIIPlaceholder`.
     private static let placeholderBytes: [[UInt8]] = placeholderIDs.map { Array($0.utf8) }
     private static let placeholderMaxLength = placeholderBytes.map(\.count).max() ?? 0
+    /// Bit n set when some placeholder is n bytes long: most ids are of a length none has, and
+    /// are told apart by one bit instead of a walk over the list (~200 instructions, callgrind).
+    private static let placeholderLengths: UInt64 = placeholderBytes.reduce(0) { $0 | 1 << UInt64($1.count) }
 
     /// Whether a printable-ASCII id is a placeholder once lowercased and unquoted: the same
     /// answer as the general path below (quotes stripped in the same order), on the bytes in place.
@@ -98,6 +101,7 @@ package enum IDRules {
             strip(UInt8(ascii: "'"))
             strip(UInt8(ascii: "`"))
             let id = bytes[start..<end]
+            guard id.count < 64, placeholderLengths & (1 << UInt64(id.count)) != 0 else { return false }
             return placeholderBytes.contains { placeholder in
                 placeholder.count == id.count
                     && zip(placeholder, id).allSatisfy { $0 == ($1 >= 65 && $1 <= 90 ? $1 | 0x20 : $1) }

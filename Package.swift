@@ -33,7 +33,7 @@ let package = Package(
         .target(name: "Threads", dependencies: ["CLinux"], swiftSettings: swiftSettings),
         .target(name: "Reactor", dependencies: ["CLinux", "Threads"], swiftSettings: swiftSettings),
         .target(
-            name: "HTTPServer", dependencies: ["HTTP1", "Reactor", "CZlib", "Threads"],
+            name: "HTTPServer", dependencies: ["HTTP1", "Reactor", "CZlib", "StringBytes", "Threads"],
             swiftSettings: swiftSettings),
 
         // MARK: - Storage engine and crypto primitives

@@ -1,4 +1,5 @@
 import HTTP1
+import StringBytes
 
 /// Routes method + path to a slot (the index of the application's handler), with `:name`
 /// path parameters.
@@ -138,9 +139,22 @@ package struct Router: Sendable {
     /// a value that does not decode to UTF-8 makes the route not match.
     package func match(_ method: HTTPMethod, path: Substring) -> Match {
         var path = path
+        return path.withUTF8 { match(method, pathBytes: $0) }
+    }
+
+    /// Matches the path of a request target, what comes before any `?`: read in the target's
+    /// bytes in place. Cutting the path out first as a `Substring` (`HTTPRequestHead.path`) and
+    /// reading that cost ~300 instructions more a routed request (callgrind).
+    package func match(_ method: HTTPMethod, target: String) -> Match {
+        withUTF8Bytes(target) { bytes in
+            let end = bytes.firstIndex(of: UInt8(ascii: "?")) ?? bytes.count
+            return match(method, pathBytes: UnsafeBufferPointer(rebasing: bytes[..<end]))
+        }
+    }
+
+    private func match(_ method: HTTPMethod, pathBytes: UnsafeBufferPointer<UInt8>) -> Match {
         var parameters = PathParameters()
-        let found = path.withUTF8 { find($0, from: 0, node: 0, parameters: &parameters) }
-        guard let node = found else { return .notFound }
+        guard let node = find(pathBytes, from: 0, node: 0, parameters: &parameters) else { return .notFound }
         let endpoints = table.nodes[node].endpointStart..<table.nodes[node].endpointEnd
         if let endpoint = endpoints.first(where: { table.endpoints[$0].method == method }) {
             return .found(slot: table.endpoints[endpoint].slot, parameters: parameters)

@@ -19,7 +19,15 @@ private struct NamedRouter<Name: Equatable> {
     }
 
     func match(_ method: HTTPMethod, path: Substring) -> Match {
-        switch router.match(method, path: path) {
+        named(router.match(method, path: path))
+    }
+
+    func match(_ method: HTTPMethod, target: String) -> Match {
+        named(router.match(method, target: target))
+    }
+
+    private func named(_ match: Router.Match) -> Match {
+        switch match {
         case .found(let slot, let parameters): .found(names[slot], parameters: parameters)
         case .methodNotAllowed(let allowed): .methodNotAllowed(allowed: allowed)
         case .notFound: .notFound
@@ -37,6 +45,29 @@ private struct NamedRouter<Name: Equatable> {
         router.add(.POST, "/v1/subscribers", "create")
         router.add(.GET, "/healthz", "health")
         return router
+    }
+
+    @Test func aTargetIsMatchedByItsPathAlone() {
+        // What the application routes: the whole target, its query cut off at the first `?`; an
+        // escaped `?` (%3F) belongs to the parameter.
+        let cases: [(target: String, name: String, id: String?)] = [
+            ("/v1/subscribers/abc?x=1&y=/v1/z", "show", "abc"),
+            ("/v1/subscribers/a%3Fb", "show", "a?b"),
+            ("/v1/subscribers/abc/events?", "events", "abc"),
+            ("/healthz?person=user_000001", "health", nil),
+        ]
+        for (target, name, id) in cases {
+            guard case .found(let found, let parameters) = router().match(.GET, target: target) else {
+                Issue.record("no match for \(target)")
+                continue
+            }
+            #expect(found == name, "\(target)")
+            #expect(parameters["id"] == id, "\(target)")
+        }
+        guard case .notFound = router().match(.GET, target: "/?/healthz") else {
+            Issue.record("a path after the query matched")
+            return
+        }
     }
 
     @Test func literalAndParameterRoutes() {

@@ -6,14 +6,17 @@ import Synchronization
 /// many times is turned into JSON once. An object, so handing a cached one from the cache through
 /// the read's callbacks to the renderer is a retain, not a copy of every field (~10 retains).
 package final class SubscriberSnapshot: Sendable {
+    /// The API's JSON of this snapshot, made by the first request that shows it (`rendered`).
+    /// First, so it shares the object's first cache line with the reference count: a cached GET
+    /// of one of many people reads these two and the record's id, and each line it reaches is
+    /// a miss to memory.
+    private let renderedBytes = Mutex<[UInt8]?>(nil)
     package let record: SubscriberRecord
     package let attributes: [(name: String, entry: AttributeEntry)]
     package let aliases: [String]
     package let pushSubscriptions: [PushSubscriptionRecord]
     package let preferences: [PreferenceRecord]
     package let devices: [DeviceRecord]
-    /// The API's JSON of this snapshot, made by the first request that shows it (`rendered`).
-    private let renderedBytes = Mutex<[UInt8]?>(nil)
 
     package init(
         record: SubscriberRecord, attributes: [(name: String, entry: AttributeEntry)], aliases: [String],

@@ -320,8 +320,8 @@ package final class Application: Responder {
         }
         // Counted where the proof is checked: only calls on external ids, and a proof in the
         // identify body counts as much as one in a header.
-        if let caller = auth.caller, case .app = caller.role {
-            let (usage, tenantID, nowMillis) = (usage, caller.tenant.id, context.now.millis)
+        if case .app? = auth.caller?.role, let tenantID = auth.caller?.tenant.id {
+            let (usage, nowMillis) = (usage, context.now.millis)
             auth.caller?.onUnproven = { usage.recordUnverifiedCall(tenantID: tenantID, nowMillis: nowMillis) }
         }
         context.key = auth.key
@@ -345,8 +345,11 @@ package final class Application: Responder {
 
     /// Runs the handler: a read is answered now, a write once its group committed.
     private func dispatch(_ route: Route, _ context: RequestContext, _ exchange: Exchange) throws {
-        let tenant = context.caller?.tenant.id
-        if let claim = try IdempotencyClaim.read(context.request, route: route, key: context.key, tenantID: tenant) {
+        // Reads (most requests) take no key: asked first, so they copy out no tenant id for it.
+        if route.takesIdempotencyKey,
+            let claim = try IdempotencyClaim.read(
+                context.request, route: route, key: context.key, tenantID: context.caller?.tenant.id)
+        {
             return respondIdempotently(claim, route: route, context: context) { [self] in finish(exchange, $0) }
         }
         switch try route.handler(context) {

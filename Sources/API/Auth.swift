@@ -74,29 +74,33 @@ final class AuthCache: Sendable {
 
     init(ttlMillis: Int64 = 1000) { self.ttlMillis = ttlMillis }
 
-    /// What a lookup finds in one lock hold: the key by its token, its own tenant (nil for a
-    /// workspace key or when not cached), and the generation to store a database lookup under.
-    struct Lookup {
-        var key: APIKeyRecord?
-        var tenant: TenantRecord?
-        var generation: UInt64
+    /// What a lookup finds in one lock hold. An enum, so the records are bound out of it as
+    /// they are handed over, not copied (each copy of a record is an atomic count).
+    enum Lookup {
+        /// A tenant key with its own tenant, checked against each other when stored.
+        case admitted(APIKeyRecord, TenantRecord)
+        /// A key without its tenant (a workspace key, or a tenant not cached), or nothing;
+        /// with the generation to store what the database has under.
+        case partial(APIKeyRecord?, generation: UInt64)
     }
 
     /// The cached key for the `Authorization` value `sent` and, for a tenant key, its tenant:
     /// one lock hold per request, on the calling thread's cache.
     func lookup(sent: String, nowMillis: Int64) -> Lookup {
         state.withLock { s in
-            var found = Lookup(generation: s.generation)
-            // Compared where it is kept: binding `s.last` to a constant copied its three references.
+            // Compared and read where it is kept: binding `s.last` or its entry to a constant
+            // copied their references.
             if s.last == nil || !sameUTF8(s.last.unsafelyUnwrapped.sent, sent) {
-                guard let stored = s.keys[SentCredential(sent)] else { return found }
+                guard let stored = s.keys[SentCredential(sent)] else { return .partial(nil, generation: s.generation) }
                 s.last = (sent, stored)
             }
-            let entry = s.last.unsafelyUnwrapped.entry
-            guard entry.expiresMillis > nowMillis else { return found }
-            found.key = entry.key
-            found.tenant = entry.ownTenant
-            return found
+            guard s.last.unsafelyUnwrapped.entry.expiresMillis > nowMillis else {
+                return .partial(nil, generation: s.generation)
+            }
+            guard let tenant = s.last.unsafelyUnwrapped.entry.ownTenant else {
+                return .partial(s.last.unsafelyUnwrapped.entry.key, generation: s.generation)
+            }
+            return .admitted(s.last.unsafelyUnwrapped.entry.key, tenant)
         }
     }
 
@@ -157,24 +161,27 @@ struct Authenticator: Sendable {
         let sent = AuthFields(headers)
         guard let header = sent.authorization else { throw APIError.unauthorized }
         let nowMillis = now.millis
-        let cached = cache.lookup(sent: header, nowMillis: nowMillis)
-        // Both records cached: no token to cut out, no reader transaction, nothing to store, and
-        // the key's checks against its tenant were made when they were stored.
-        if let cachedKey = cached.key, let cachedTenant = cached.tenant {
-            guard try Self.actsInTenant(cachedKey.kind, access: access) else {
-                return Authentication(key: cachedKey, caller: nil)
+        let cachedKey: APIKeyRecord?
+        let generation: UInt64
+        switch cache.lookup(sent: header, nowMillis: nowMillis) {
+        case .admitted(let key, let tenant):
+            // Both records cached: no token to cut out, no reader transaction, nothing to store,
+            // and the key's checks against its tenant were made when they were stored.
+            guard try Self.actsInTenant(key.kind, access: access) else {
+                return Authentication(key: key, caller: nil)
             }
-            return Self.authentication(cachedKey, in: cachedTenant, sent: sent)
+            return Self.authentication(key, in: tenant, sent: sent)
+        case .partial(let key, let stored):
+            (cachedKey, generation) = (key, stored)
         }
         guard let key = Self.bearerToken(header) else { throw APIError.unauthorized }
         // Refuse by prefix before touching the database: random strings cost no lookup.
         guard let claimed = Tenancy.kind(ofKey: key) else { throw APIError.unauthorized }
-        let cachedKey = cached.key
         var found: (key: APIKeyRecord?, tenant: TenantRecord?) = (nil, nil)
         defer {
             cache.store(
                 key: found.key.flatMap { $0.kind == claimed ? $0 : nil }, sent: header, tenant: found.tenant,
-                generation: cached.generation, nowMillis: nowMillis)
+                generation: generation, nowMillis: nowMillis)
         }
         return try store.read { ctx in
             guard let record = try cachedKey ?? ctx.apiKey(hash: Tenancy.hash(key: key)) else {
@@ -251,9 +258,11 @@ struct Authenticator: Sendable {
     }
 
     /// The caller a key that passed the checks is, in `tenant`, with the proof the request sent.
-    private static func authentication(_ record: APIKeyRecord, in tenant: TenantRecord, sent: AuthFields)
-        -> Authentication
-    {
+    /// The records are taken, not borrowed: the answer keeps them, and a borrowed one was
+    /// retained again to be kept.
+    private static func authentication(
+        _ record: consuming APIKeyRecord, in tenant: consuming TenantRecord, sent: borrowing AuthFields
+    ) -> Authentication {
         var proof: IdentityProof?
         if let token = sent.identityToken {
             proof = .token(token)

@@ -257,16 +257,19 @@ package final class Application: Responder {
             caller: nil, key: nil, store: store, metrics: metrics)
         do {
             let slot = try match(request, into: &context)
-            let route = routes[slot]
+            // The route by its slot, its fields read in place: binding the Route object retained
+            // it, and every request on both loops counted references to the same few routes, so
+            // their count's cache line moved between the cores at each request (perf: the
+            // costliest retain of a cached GET).
             exchange.routeSlot = slot
             exchange.metricsSlot = metricsSlots[slot]
-            try admit(route, &context)
+            try admit(access: routes[slot].access, &context)
             exchange.tenant = context.caller?.tenant.id
-            if let handlerPool, route.handlerWaits {
-                let (route, context, exchange) = (route, context, exchange)
-                handlerPool.submit { [self] in dispatchCatching(route, context, exchange) }
+            if let handlerPool, routes[slot].handlerWaits {
+                let (context, exchange) = (context, exchange)
+                handlerPool.submit { [self] in dispatchCatching(slot, context, exchange) }
             } else {
-                try dispatch(route, context, exchange)
+                try dispatch(slot, context, exchange)
             }
         } catch {
             exchange.tenant = context.caller?.tenant.id
@@ -309,9 +312,9 @@ package final class Application: Responder {
     }
 
     /// Authentication, the client key's rate limit, and the hook that counts unverified app calls.
-    private func admit(_ route: Route, _ context: inout RequestContext) throws {
-        guard route.access != .open else { return }
-        var auth = try authenticator.authenticate(context.request.headers, access: route.access, now: context.now)
+    private func admit(access: RouteAccess, _ context: inout RequestContext) throws {
+        if case .open = access { return }
+        var auth = try authenticator.authenticate(context.request.headers, access: access, now: context.now)
         // Kinds and roles matched, not compared: `==` reached their witness tables from here.
         if case .client = auth.key.kind, let wait = rateLimiter.take(auth.key.id, nowMillis: context.now.millis) {
             var error = APIError(.rateLimited, message: "Too many requests for this key; retry later.")
@@ -335,24 +338,24 @@ package final class Application: Responder {
     }
 
     /// `dispatch` on a handler thread, where nothing above catches.
-    private func dispatchCatching(_ route: Route, _ context: RequestContext, _ exchange: Exchange) {
+    private func dispatchCatching(_ slot: Int, _ context: RequestContext, _ exchange: Exchange) {
         do {
-            try dispatch(route, context, exchange)
+            try dispatch(slot, context, exchange)
         } catch {
             finish(exchange, render(error, requestID: exchange.requestID, route: routeName(exchange)))
         }
     }
 
     /// Runs the handler: a read is answered now, a write once its group committed.
-    private func dispatch(_ route: Route, _ context: RequestContext, _ exchange: Exchange) throws {
+    private func dispatch(_ slot: Int, _ context: RequestContext, _ exchange: Exchange) throws {
         // Reads (most requests) take no key: asked first, so they copy out no tenant id for it.
-        if route.takesIdempotencyKey,
+        if routes[slot].takesIdempotencyKey,
             let claim = try IdempotencyClaim.read(
-                context.request, route: route, key: context.key, tenantID: context.caller?.tenant.id)
+                context.request, route: routes[slot], key: context.key, tenantID: context.caller?.tenant.id)
         {
-            return respondIdempotently(claim, route: route, context: context) { [self] in finish(exchange, $0) }
+            return respondIdempotently(claim, route: routes[slot], context: context) { [self] in finish(exchange, $0) }
         }
-        switch try route.handler(context) {
+        switch try routes[slot].handler(context) {
         case .reply(let reply):
             finish(exchange, render(reply, requestID: exchange.requestID))
         case .write(let job):

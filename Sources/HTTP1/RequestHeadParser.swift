@@ -476,8 +476,16 @@ struct RequestHeadScanner {
     /// a field).
     private func fieldName(_ start: Int, _ end: Int) -> String {
         let sent = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
+        // Called only where the lengths are equal (the switch below). Two overlapping words
+        // cover a name of 8 to 16 bytes: `elementsEqual` walked both byte by byte, ~15
+        // instructions a byte (callgrind: `Authorization` cost ~200).
         func spelled(_ literal: StaticString) -> Bool {
-            sent.elementsEqual(UnsafeRawBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+            let expected = UnsafeRawBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount)
+            let count = expected.count
+            guard count >= 8, count <= 16 else { return sent.elementsEqual(expected) }
+            return sent.loadUnaligned(as: UInt64.self) == expected.loadUnaligned(as: UInt64.self)
+                && sent.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+                    == expected.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
         }
         switch sent.count {
         case 4 where spelled("Host"): return "Host"

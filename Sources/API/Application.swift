@@ -11,11 +11,20 @@ package enum Outcome: Sendable {
     /// Runs inside the group-committed write transaction; answered once durable.
     case write(@Sendable (any IdentityWriteContext) throws -> Reply)
     /// A subscriber's snapshot, asked of the store without waiting for it; `then` makes the
-    /// answer from it (nil: no one has the id) and the request's context when it arrives.
-    /// Handed the context rather than capturing what it needs: a capturing closure was an
-    /// allocation every cached GET (~300 instructions with its release, callgrind).
-    case snapshot(
-        tenantID: String, id: String, then: @Sendable (SubscriberSnapshot?, RequestContext) throws -> Reply)
+    /// answer from what was found and the request's context when it arrives. Handed the
+    /// context rather than capturing what it needs: a capturing closure was an allocation every
+    /// cached GET (~300 instructions with its release, callgrind).
+    case snapshot(tenantID: String, id: String, then: @Sendable (SnapshotFound, RequestContext) throws -> Reply)
+}
+
+/// What `Outcome.snapshot` found.
+package enum SnapshotFound: Sendable {
+    /// The snapshot (nil: no one has the id).
+    case snapshot(SubscriberSnapshot?)
+    /// Only the snapshot cache's kept rendering of it: given to a backend, whose reads have
+    /// nothing to check of the snapshot itself (`Access.checkedForRead`), so the snapshot
+    /// object, a miss to memory among many cached people, is not reached.
+    case rendering(CachedRendering)
 }
 
 /// A successful answer, rendered in the envelope unless `raw` is set.
@@ -370,7 +379,14 @@ package final class Application: Responder {
             }
         case .snapshot(let tenantID, let id, let then):
             // A cache hit is answered here, without the store's completion closure.
-            if let cached = store.cachedSnapshot(tenantID: tenantID, id: id) {
+            let cached: SnapshotFound?
+            if case .backend? = context.caller?.role, let rendering = store.cachedRendering(tenantID: tenantID, id: id)
+            {
+                cached = .rendering(rendering)
+            } else {
+                cached = store.cachedSnapshot(tenantID: tenantID, id: id).map { .snapshot($0) }
+            }
+            if let cached {
                 let response: HTTPResponse
                 do {
                     response = render(try then(cached, context), requestID: exchange.requestID)
@@ -381,7 +397,7 @@ package final class Application: Responder {
             }
             store.snapshot(tenantID: tenantID, id: id) { [self] result in
                 do {
-                    finish(exchange, render(try then(result.get(), context), requestID: exchange.requestID))
+                    finish(exchange, render(try then(.snapshot(result.get()), context), requestID: exchange.requestID))
                 } catch {
                     finish(exchange, render(error, requestID: exchange.requestID, route: routeName(exchange)))
                 }

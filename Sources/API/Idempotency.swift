@@ -126,7 +126,7 @@ extension Application {
         case .snapshot(let tenantID, let id, let then):
             // A read: nothing to claim, but a key on it is answered the same way again.
             do {
-                let reply = try then(store.snapshot(tenantID: tenantID, id: id), context)
+                let reply = try then(.snapshot(store.snapshot(tenantID: tenantID, id: id)), context)
                 keep(success(reply, requestID: requestID), claim, now: now, then: done)
             } catch {
                 keep(failure(error, requestID: requestID, route: routeName), claim, now: now, then: done)

@@ -19,6 +19,10 @@ package protocol IdentityStore: AnyObject, Sendable {
     /// nothing to verify; nil means ask `snapshot`. Lets a cached GET skip the completion
     /// closure and its captures (`Application.dispatch`).
     func cachedSnapshot(tenantID: String, id: String) -> SubscriberSnapshot?
+    /// The kept rendering of what `cachedSnapshot` would answer, when the store has one in
+    /// memory that needs no check (`SnapshotCache.rendering`): for callers with nothing to
+    /// check of the snapshot itself.
+    func cachedRendering(tenantID: String, id: String) -> CachedRendering?
     func write<T: Sendable>(
         _ body: @escaping @Sendable (any IdentityWriteContext) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void)
@@ -38,6 +42,9 @@ extension IdentityStore {
 
     /// None by default: a store whose cached entries must be checked first (PostgreSQL) says so.
     package func cachedSnapshot(tenantID: String, id: String) -> SubscriberSnapshot? { nil }
+
+    /// None by default, as `cachedSnapshot`.
+    package func cachedRendering(tenantID: String, id: String) -> CachedRendering? { nil }
 
     /// Reads on the caller's thread: right for a store whose reads never wait on a server.
     package func snapshot(

@@ -42,6 +42,9 @@ package final class SubscriberSnapshot: Sendable {
             devices: try ctx.devices(key: record.key))
     }
 
+    /// The rendering a request made and kept, if one did.
+    package var keptRendering: [UInt8]? { renderedBytes.withLock { $0 } }
+
     /// The kept rendering, or `render()`'s, kept for the next request that shows this snapshot.
     package func rendered(_ render: () -> [UInt8]) -> [UInt8] {
         if let kept = renderedBytes.withLock({ $0 }) { return kept }

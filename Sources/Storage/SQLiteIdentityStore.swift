@@ -165,6 +165,11 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
         snapshots?.lookup(tenantID: tenantID, id: id).snapshot
     }
 
+    /// A hit of the snapshot cache's kept rendering: coherent as `cachedSnapshot` is.
+    package func cachedRendering(tenantID: String, id: String) -> CachedRendering? {
+        snapshots?.rendering(tenantID: tenantID, id: id)
+    }
+
     /// Snapshots held by the cache now (tests, `/metrics`).
     package var cachedSnapshotCount: Int { snapshots?.count ?? 0 }
 

@@ -45,6 +45,7 @@ import Testing
             ("delete", "DELETE", "/v1/subscribers/user-1", [:], tenant.backend),
         ]
         var cachedAtLeastOnce = false
+        var renderingUsed = false
         for (name, method, path, body, headers) in writes {
             for id in ids { _ = try app.send("GET", "/v1/subscribers/\(id)", headers: tenant.backend) }
             cachedAtLeastOnce =
@@ -65,9 +66,39 @@ import Testing
                     hit == nil || Self.same(hit, stored),
                     "after \(name), \(id): hit \(String(describing: hit?.record)) vs database \(String(describing: stored?.record))"
                 )
+                // Over HTTP, twice: the second GET of a backend answers from the cache's kept
+                // rendering once the first made one. Both must show the database's subscriber.
+                for _ in 0..<2 {
+                    try Self.expectShows(
+                        try app.send("GET", "/v1/subscribers/\(id)", headers: tenant.backend), stored, asked: id,
+                        "after \(name), \(id)")
+                }
+                renderingUsed = renderingUsed || app.store.cachedRendering(tenantID: tenant.id, id: id) != nil
             }
         }
         #expect(cachedAtLeastOnce || store == .postgres)
+        #expect(renderingUsed || store == .postgres)
+    }
+
+    /// A GET's answer shows `stored` (nil: 404) as asked by `asked`, an alias when it is not the
+    /// subscriber's own id (`resolvedFrom`).
+    private static func expectShows(
+        _ response: HTTPClient.Response, _ stored: SubscriberSnapshot?, asked: String, _ context: String
+    ) throws {
+        guard let stored else {
+            #expect(response.status == 404, "\(context): \(response.text)")
+            return
+        }
+        #expect(response.status == 200, "\(context): \(response.text)")
+        let shown = try #require(response.data?["subscriber"] as? [String: Any], "\(context)")
+        #expect(shown["id"] as? String == stored.record.id, "\(context)")
+        #expect((shown["aliases"] as? [String])?.sorted() == stored.aliases.sorted(), "\(context)")
+        #expect(
+            Set((shown["attributes"] as? [String: Any])?.keys.map { $0 } ?? [])
+                == Set(stored.attributes.map(\.name)), "\(context)")
+        #expect((shown["pushSubscriptions"] as? [Any])?.count == stored.pushSubscriptions.count, "\(context)")
+        let resolvedFrom = (response.json?["metadata"] as? [String: Any])?["resolvedFrom"] as? String
+        #expect(resolvedFrom == (stored.record.id == asked ? nil : asked), "\(context)")
     }
 
     private static func same(_ a: SubscriberSnapshot?, _ b: SubscriberSnapshot?) -> Bool {

@@ -64,19 +64,26 @@ struct SubscriberController {
 
     /// A GET's answer from the snapshot its id reached, made from the request's context: the
     /// caller and the id (checked by `get`) are read again there, not captured.
-    private static func answerGet(_ found: SubscriberSnapshot?, _ context: RequestContext) throws -> Reply {
-        guard let snapshot = found else { throw IdentityError.subscriberNotFound }
-        // Only an app's read has anything to check: the caller is copied out of the context
-        // for that alone (a copy is its tenant, proof and callback retained and released).
-        if case .app? = context.caller?.role {
-            guard try Access.checkedForRead(snapshot, caller: context.requireCaller(), now: context.now) != nil else {
-                throw IdentityError.subscriberNotFound
-            }
-        }
-        let data = Rendering.subscriberData(snapshot)
+    private static func answerGet(_ found: SnapshotFound, _ context: RequestContext) throws -> Reply {
         let asked = try context.parameter("id")
+        let data: [UInt8]
+        let reachedByAlias: Bool
+        switch found {
+        case .rendering(let rendering):
+            (data, reachedByAlias) = (rendering.bytes, rendering.reachedByAlias)
+        case .snapshot(let snapshot?):
+            // Only an app's read has anything to check: the caller is copied out of the context
+            // for that alone (a copy is its tenant, proof and callback retained and released).
+            if case .app? = context.caller?.role {
+                guard try Access.checkedForRead(snapshot, caller: context.requireCaller(), now: context.now) != nil
+                else { throw IdentityError.subscriberNotFound }
+            }
+            (data, reachedByAlias) = (Rendering.subscriberData(snapshot), snapshot.record.id != asked)
+        case .snapshot(nil):
+            throw IdentityError.subscriberNotFound
+        }
         // Made in one go when nothing is added: a reply made, then changed, was copied whole.
-        guard snapshot.record.id != asked else { return Reply(serializedData: data) }
+        guard reachedByAlias else { return Reply(serializedData: data) }
         var reply = Reply(serializedData: data)
         reply.metadata["resolvedFrom"] = .string(asked)
         return reply

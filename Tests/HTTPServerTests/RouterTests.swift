@@ -18,8 +18,9 @@ private struct NamedRouter<Name: Equatable> {
         names.append(name)
     }
 
+    /// A path without a query, matched as the target it is.
     func match(_ method: HTTPMethod, path: Substring) -> Match {
-        named(router.match(method, path: path))
+        named(router.match(method, target: String(path)))
     }
 
     func match(_ method: HTTPMethod, target: String) -> Match {

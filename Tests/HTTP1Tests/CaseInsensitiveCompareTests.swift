@@ -13,7 +13,8 @@ import Testing
     }
 
     static func compare(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        a.withUnsafeBufferPointer { x in b.withUnsafeBufferPointer { y in HTTPHeaders.asciiCaseInsensitiveEqual(x, y) } }
+        a.withUnsafeBufferPointer { x in b.withUnsafeBufferPointer { y in HTTPHeaders.asciiCaseInsensitiveEqual(x, y) }
+        }
     }
 
     /// Each byte value against each byte value, at each position of names 1 to 20 bytes long.

@@ -13,7 +13,8 @@
 // MARK: - Entry
 
 func parseRequestHeadImpl(
-    _ buffer: UnsafeRawBufferPointer, limits: HTTPParserLimits, resumingFrom point: HTTPHeadResumePoint
+    _ buffer: UnsafeRawBufferPointer, limits: HTTPParserLimits, resumingFrom point: HTTPHeadResumePoint,
+    repeating last: inout RepeatedFieldLines
 ) -> HTTPHeadParseResult {
     var scanner = RequestHeadScanner(bytes: buffer, limits: limits)
     let resumed = scanner.resume(at: point)
@@ -23,12 +24,12 @@ func parseRequestHeadImpl(
     case .invalid(let error):
         return .invalid(error)
     case .complete(let consumed):
-        if !resumed { return .complete(scanner.makeHead(), consumed: consumed) }
+        if !resumed { return .complete(scanner.makeHead(repeating: &last), consumed: consumed) }
         // Lines before the resume point were validated by an earlier call but not recorded by
         // this one: record the whole head once, now that it is complete.
         var full = RequestHeadScanner(bytes: buffer, limits: limits)
         switch full.run() {
-        case .complete(let consumed): return .complete(full.makeHead(), consumed: consumed)
+        case .complete(let consumed): return .complete(full.makeHead(repeating: &last), consumed: consumed)
         case .needMore(let point): return .needMore(point)
         case .invalid(let error): return .invalid(error)
         }
@@ -398,7 +399,25 @@ struct RequestHeadScanner {
     }
 
     /// Builds the head from the recorded offsets; call only after `run` returned `.complete` from 0.
-    func makeHead() -> HTTPRequestHead {
+    func makeHead(repeating last: inout RepeatedFieldLines) -> HTTPRequestHead {
+        let lines = UnsafeRawBufferPointer(rebasing: bytes[fieldsStart..<fieldsEnd])
+        let fields: [HTTPField]
+        if let repeated = last.fields(for: lines) {
+            fields = repeated
+        } else {
+            fields = makeFields()
+            last.keep(lines, fields: fields)
+        }
+        return HTTPRequestHead(
+            method: knownMethod() ?? HTTPMethod(rawValue: string(methodStart, methodEnd)),
+            target: bytes[targetStart] == HTTPBytes.slash || bytes[targetStart] == HTTPBytes.asterisk
+                ? string(targetStart, targetEnd) : absoluteFormAsOriginForm(),
+            version: version,
+            headers: HTTPHeaders(fields: fields))
+    }
+
+    /// The fields of the field lines, in order.
+    private func makeFields() -> [HTTPField] {
         var list: [HTTPField] = []
         list.reserveCapacity(fieldCount)
         // The field lines are valid, so each name ends at the line's first colon (a token holds
@@ -418,13 +437,7 @@ struct RequestHeadScanner {
             list.append(HTTPField(name: fieldName(lineStart, colon), value: string(value.lowerBound, value.upperBound)))
             lineStart = lineEnd + 2
         }
-        let headers = HTTPHeaders(fields: list)
-        return HTTPRequestHead(
-            method: knownMethod() ?? HTTPMethod(rawValue: string(methodStart, methodEnd)),
-            target: bytes[targetStart] == HTTPBytes.slash || bytes[targetStart] == HTTPBytes.asterisk
-                ? string(targetStart, targetEnd) : absoluteFormAsOriginForm(),
-            version: version,
-            headers: headers)
+        return list
     }
 
     /// For an absolute-form target, where its path begins (at `/`, `?` or the end) once the

@@ -78,6 +78,8 @@ struct ConnectionStateMachine {
     private var requestStarted = false
     /// The last `Host` value found valid on this connection (`bodyFraming(of:validHost:)`).
     private var validHost: String?
+    /// The field lines of the last head, and its fields, for a head that repeats them.
+    private var lastFieldLines = RepeatedFieldLines()
     private var draining = false
     /// When the shell should call `timerFired`, if at all.
     private(set) var deadline: UInt64?
@@ -224,7 +226,7 @@ struct ConnectionStateMachine {
         requestStarted = true
         if !buffer.isEmpty { buffer.removeAll(keepingCapacity: true) }
         readIndex = 0
-        let result = parseRequestHead(bytes, limits: limits.parser, resumingFrom: .start)
+        let result = parseRequestHead(bytes, limits: limits.parser, resumingFrom: .start, repeating: &lastFieldLines)
         switch consume result {
         case .needMore(let point):
             // The parser resumes over the same bytes from the start, with more after them.
@@ -259,7 +261,8 @@ struct ConnectionStateMachine {
                 requestStarted = true
                 let result = buffer.withUnsafeBytes { all in
                     parseRequestHead(
-                        UnsafeRawBufferPointer(rebasing: all[readIndex...]), limits: limits.parser, resumingFrom: point)
+                        UnsafeRawBufferPointer(rebasing: all[readIndex...]), limits: limits.parser, resumingFrom: point,
+                        repeating: &lastFieldLines)
                 }
                 // Consumed, and the head passed on owned down to the request it becomes: each copy
                 // of a head on the way retained and released its fields.

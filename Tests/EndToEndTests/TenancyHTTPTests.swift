@@ -162,6 +162,38 @@ import Testing
             (there.json?["error"] as? [String: Any])?["message"] as? String
                 == (nowhere.json?["error"] as? [String: Any])?["message"] as? String)
     }
+
+    /// One kept-alive connection whose heads differ only in a key or a request id of the same
+    /// length: each is answered as what it sent. The server shares a head's fields with the last
+    /// head's only when their field lines are the same bytes (`RepeatedFieldLines`).
+    @Test(arguments: StoreKind.available) func aConnectionsHeadsAreEachReadAsSent(_ store: StoreKind) throws {
+        try use(store)
+        let other = try server.createTenant()
+        try #require(other.secretKey.utf8.count == tenant.secretKey.utf8.count)
+        var forged = tenant.secretKey
+        forged.removeLast()
+        forged.append(tenant.secretKey.hasSuffix("x") ? "y" : "x")
+        let turns: [(key: String, tenantID: String?)] = [
+            (tenant.secretKey, tenant.id), (tenant.secretKey, tenant.id), (other.secretKey, other.id),
+            (forged, nil), (tenant.secretKey, tenant.id), (other.secretKey, other.id), (other.secretKey, other.id),
+        ]
+        for round in 0..<2 {
+            for (turn, sent) in turns.enumerated() {
+                let requestID = "req_\(round)_\(turn)"
+                try client.write(
+                    "GET /v1/tenant HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(sent.key)\r\n"
+                        + "X-Request-Id: \(requestID)\r\n\r\n")
+                let response = try client.readResponse()
+                #expect(response.header("X-Request-Id") == requestID)
+                if let expected = sent.tenantID {
+                    check(response, 200)
+                    #expect((response.data?["tenant"] as? [String: Any])?["id"] as? String == expected)
+                } else {
+                    check(response, 401, "unauthorized")
+                }
+            }
+        }
+    }
 }
 
 /// The client key's rate limit from the config file, over the wire.

@@ -66,16 +66,15 @@ package struct RepeatedFieldLines: Sendable {
     /// The longest field section kept.
     static let maxBytes = 1024
     /// Kept with its capacity: lines that change each request are copied into the same room.
+    /// Empty at first, which is right as it is: no lines make no fields.
     var bytes: [UInt8] = []
     var fields: [HTTPField] = []
-    /// Whether `bytes` and `fields` hold a head's lines (an empty section is one too).
-    var isSet = false
 
     package init() {}
 
     /// The fields made earlier for exactly these lines, if they are the last head's.
     func fields(for lines: UnsafeRawBufferPointer) -> [HTTPField]? {
-        guard isSet, lines.count == bytes.count else { return nil }
+        guard lines.count == bytes.count else { return nil }
         let same = bytes.withUnsafeBytes { kept in
             lines.isEmpty || memcmp(kept.baseAddress!, lines.baseAddress!, lines.count) == 0
         }
@@ -90,7 +89,6 @@ package struct RepeatedFieldLines: Sendable {
         }
         bytes.replaceSubrange(bytes.startIndex..<bytes.endIndex, with: lines)
         self.fields = fields
-        isSet = true
     }
 }
 

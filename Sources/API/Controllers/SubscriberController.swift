@@ -70,7 +70,7 @@ struct SubscriberController {
             // The common answer (a backend's, by the subscriber's own id) returned as it is made:
             // through the shared tail below it was copied and destroyed once more (callgrind).
             guard rendering.reachedByAlias else { return Reply(serializedData: rendering.bytes) }
-            return try resolved(rendering.bytes, context)
+            return resolved(rendering.bytes, asked: try context.parameter("id"))
         case .snapshot(let snapshot?):
             // Only an app's read has anything to check: the caller is copied out of the context
             // for that alone (a copy is its tenant, proof and callback retained and released).
@@ -79,17 +79,18 @@ struct SubscriberController {
                 else { throw IdentityError.subscriberNotFound }
             }
             let data = Rendering.subscriberData(snapshot)
-            guard try snapshot.record.id != context.parameter("id") else { return Reply(serializedData: data) }
-            return try resolved(data, context)
+            let asked = try context.parameter("id")
+            guard snapshot.record.id != asked else { return Reply(serializedData: data) }
+            return resolved(data, asked: asked)
         case .snapshot(nil):
             throw IdentityError.subscriberNotFound
         }
     }
 
     /// The answer of a GET whose id is an alias: `resolvedFrom` names the id asked.
-    private static func resolved(_ data: [UInt8], _ context: RequestContext) throws -> Reply {
+    private static func resolved(_ data: [UInt8], asked: String) -> Reply {
         var reply = Reply(serializedData: data)
-        reply.metadata["resolvedFrom"] = .string(try context.parameter("id"))
+        reply.metadata["resolvedFrom"] = .string(asked)
         return reply
     }
 

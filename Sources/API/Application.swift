@@ -273,7 +273,7 @@ package final class Application: Responder {
             exchange.routeSlot = slot
             exchange.metricsSlot = metricsSlots[slot]
             try admit(access: routes[slot].access, &context)
-            exchange.tenant = context.caller?.tenant.id
+            exchange.noteTenant(of: context, ifLogged: logger)
             if let handlerPool, routes[slot].handlerWaits {
                 let (context, exchange) = (context, exchange)
                 handlerPool.submit { [self] in dispatchCatching(slot, context, exchange) }
@@ -281,7 +281,7 @@ package final class Application: Responder {
                 try dispatch(slot, context, exchange)
             }
         } catch {
-            exchange.tenant = context.caller?.tenant.id
+            exchange.noteTenant(of: context, ifLogged: logger)
             finish(exchange, render(error, requestID: exchange.requestID, route: routeName(exchange)))
         }
     }
@@ -300,7 +300,15 @@ package final class Application: Responder {
         /// retain and release), and where its request is counted.
         var routeSlot: Int?
         var metricsSlot: Int?
+        /// The caller's tenant, for the access log; nil when requests are not logged.
         var tenant: String?
+
+        /// Takes the tenant id only when the access log prints it: a tenant id is a heap string,
+        /// so carrying it in every exchange cost a retain and a release a request (more for a
+        /// write, whose callback copies the exchange) that nothing read at `warn`.
+        mutating func noteTenant(of context: RequestContext, ifLogged logger: Logger) {
+            if logger.isEnabled(.info) { tenant = context.caller?.tenant.id }
+        }
     }
 
     /// Routing: the route's slot and its path parameters, or 404 / 405 with `Allow`.

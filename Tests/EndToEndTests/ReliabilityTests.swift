@@ -128,8 +128,10 @@ import Testing
         #expect(
             put.json.flatMap { ($0["metadata"] as? [String: Any])?["requestId"] as? String } == putLine["requestId"]
                 as? String)
-        #expect(
-            requests.contains { $0["route"] as? String == "GET /v1/subscribers/:id" && $0["status"] as? Int == 404 })
+        // A request refused after it was admitted is logged with its tenant too.
+        let getLine = try #require(requests.first { $0["route"] as? String == "GET /v1/subscribers/:id" })
+        #expect(getLine["status"] as? Int == 404)
+        #expect(getLine["tenant"] as? String == tenant.id)
         #expect(requests.contains { $0["route"] as? String == "unmatched" && $0["status"] as? Int == 404 })
     }
 

@@ -120,7 +120,9 @@ enum BatchedLogVFS {
             return flushed != SQLITE_OK ? flushed : closed
         }
         m.xRead = { file, buffer, amount, offset in BatchedFile.forward(file) { $0.xRead($1, buffer, amount, offset) } }
-        m.xWrite = { file, data, amount, offset in BatchedFile.of(file!).write(data!, Int(amount), offset) }
+        m.xWrite = { file, data, amount, offset in
+            BatchedFile.borrowing(file!) { $0.write(data!, Int(amount), offset) }
+        }
         m.xTruncate = { file, size in BatchedFile.forward(file) { $0.xTruncate($1, size) } }
         m.xSync = { file, flags in BatchedFile.forward(file) { $0.xSync($1, flags) } }
         m.xFileSize = { file, size in BatchedFile.forward(file) { $0.xFileSize($1, size) } }
@@ -191,15 +193,32 @@ private final class BatchedFile {
     }
 
     static func of(_ file: UnsafeMutablePointer<sqlite3_file>) -> BatchedFile {
+        unmanaged(file).takeUnretainedValue()
+    }
+
+    /// `body` on the file's object without counting a reference to it: the file holds one for as
+    /// long as it is open, and `of` cost a retain and a release on every call SQLite makes.
+    static func borrowing<Result>(
+        _ file: UnsafeMutablePointer<sqlite3_file>, _ body: (BatchedFile) -> Result
+    ) -> Result {
+        unmanaged(file)._withUnsafeGuaranteedRef(body)
+    }
+
+    private static func unmanaged(_ file: UnsafeMutablePointer<sqlite3_file>) -> Unmanaged<BatchedFile> {
         let state = UnsafeMutableRawPointer(file).load(fromByteOffset: stateOffset, as: UnsafeMutableRawPointer.self)
-        return Unmanaged<BatchedFile>.fromOpaque(state).takeUnretainedValue()
+        return Unmanaged<BatchedFile>.fromOpaque(state)
     }
 
     let real: UnsafeMutablePointer<sqlite3_file>
     /// A database file's log, while both are open: what its `xShmBarrier` writes out.
     var log: BatchedFile?
     /// A log's database file (which outlives it: SQLite closes the log first).
-    unowned(unsafe) var database: BatchedFile?
+    unowned(unsafe) var database: BatchedFile? {
+        didSet { isBatchedLog = database != nil }
+    }
+    /// Whether this file is a log linked to its database file: kept apart from `database`,
+    /// whose every read retained and released it (each `xWrite` asks).
+    private var isBatchedLog = false
     /// The gathered bytes, written at `pendingOffset` of the log.
     private var pending: UnsafeMutableRawPointer?
     private var pendingCount = 0
@@ -218,18 +237,17 @@ private final class BatchedFile {
 
     deinit { pending?.deallocate() }
 
-    private var isBatchedLog: Bool { database != nil }
-
     /// Forwards a call to the default file (its methods, the file) after writing out the log
     /// it may read or publish.
     static func forward(
         _ file: UnsafeMutablePointer<sqlite3_file>?,
         _ call: (sqlite3_io_methods, UnsafeMutablePointer<sqlite3_file>) -> Int32
     ) -> Int32 {
-        let state = of(file!)
-        let flushed = state.flushLog()
-        guard flushed == SQLITE_OK else { return flushed }
-        return call(state.real.pointee.pMethods.pointee, state.real)
+        borrowing(file!) { state in
+            let flushed = state.flushLog()
+            guard flushed == SQLITE_OK else { return flushed }
+            return call(state.real.pointee.pMethods.pointee, state.real)
+        }
     }
 
     /// Calls the default file for a question about it, not its contents: nothing to write out.
@@ -237,7 +255,7 @@ private final class BatchedFile {
         _ file: UnsafeMutablePointer<sqlite3_file>?,
         _ call: (sqlite3_io_methods, UnsafeMutablePointer<sqlite3_file>) -> Int32
     ) -> Int32 {
-        let real = of(file!).real
+        let real = borrowing(file!) { $0.real }
         return call(real.pointee.pMethods.pointee, real)
     }
 
@@ -245,7 +263,10 @@ private final class BatchedFile {
     private var gatheredLog: BatchedFile? { isBatchedLog ? self : log }
 
     /// Writes out the gathered log (see `gatheredLog`).
-    func flushLog() -> Int32 { gatheredLog?.flush() ?? SQLITE_OK }
+    func flushLog() -> Int32 {
+        if isBatchedLog { return flush() }
+        return log?.flush() ?? SQLITE_OK
+    }
 
     /// `flushLog` where no caller can be told of a failure: the error stays the log's.
     func flushLogKeepingError() {

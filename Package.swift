@@ -39,7 +39,9 @@ let package = Package(
         // MARK: - Storage engine and crypto primitives
         // Migration files and the ledger check both engines share: pure, no I/O.
         .target(name: "Migrations", swiftSettings: swiftSettings),
-        .target(name: "SQLite", dependencies: ["CSQLite", "Threads", "Migrations"], swiftSettings: swiftSettings),
+        .target(
+            name: "SQLite", dependencies: ["CSQLite", "Threads", "Migrations", "StringBytes"],
+            swiftSettings: swiftSettings),
         .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
         .target(
             name: "Postgres", dependencies: ["CPostgreSQL", "Threads", "Migrations"], swiftSettings: swiftSettings),

@@ -1,4 +1,5 @@
 import CSQLite
+import StringBytes
 
 /// A prepared statement: owns its `sqlite3_stmt` and finalizes it in `deinit`.
 ///
@@ -30,6 +31,9 @@ package final class Statement {
     /// Whether ``step()`` ran since the last ``reset()``: such a statement (even one that ran to
     /// its end) takes no binding until it is reset.
     private var steppedSinceReset = false
+
+    /// Bit n-1 set once parameter n was bound by a typed bind (`runBinding`'s check).
+    private var boundParameters: UInt64 = 0
 
     /// Takes ownership of a prepared statement.
     init(handle: OpaquePointer, sql: String) {
@@ -81,6 +85,66 @@ package final class Statement {
         try bindValue(value, at: index)
     }
 
+    /// Binds a text at a 1-based parameter index, NULL for nil, read from the string in place:
+    /// a `.text` value or an `[any SQLiteBindable]` element copied the string (a retain and a
+    /// release each) and went through the value's witnesses. For ``runBinding(_:_:)``'s body.
+    package func bind(text: String?, at index: Int32) throws {
+        clearLastUsesBindings()
+        noteBound(index)
+        guard let text else {
+            try check(sqlite3_bind_null(handle, index))
+            return
+        }
+        try bindText(text, at: index)
+    }
+
+    /// Binds an integer at a 1-based parameter index (a `Bool` as 0 or 1, as SQLite stores it).
+    package func bind(integer: Int64, at index: Int32) throws {
+        clearLastUsesBindings()
+        noteBound(index)
+        try check(sqlite3_bind_int64(handle, index, integer))
+    }
+
+    /// Binds every one of the statement's `count` parameters with `bindAll` (the typed binds
+    /// above), steps it to completion ignoring rows, then resets it. The write path's statements
+    /// run this way: an `[any SQLiteBindable]` was an array and a boxed value per parameter.
+    /// `SQLITE_RANGE` if the count is not the statement's, or if `bindAll` left a parameter
+    /// unbound: the last use's values are not cleared first, so none may be left to run with.
+    package func runBinding(_ count: Int, _ bindAll: (Statement) throws -> Void) throws {
+        defer { reset() }
+        try checkParameterCount(count)
+        guard count <= Self.maxCheckedParameters else {
+            // Past what the mask tracks: cleared first, as `bind(_:at:)` leaves it.
+            try bindAll(self)
+            while try step() {}
+            return
+        }
+        holdsLastUsesBindings = false
+        boundParameters = 0
+        try bindAll(self)
+        let all: UInt64 = count == 64 ? .max : (1 << UInt64(count)) - 1
+        guard boundParameters == all else {
+            throw SQLiteError(
+                extendedCode: SQLITE_RANGE,
+                message: "bound \(boundParameters.nonzeroBitCount) of the statement's \(count) parameters", sql: sql)
+        }
+        while try step() {}
+    }
+
+    /// The parameters `runBinding` checks by a mask of the indices bound.
+    private static let maxCheckedParameters = 64
+
+    /// Which of parameters 1…64 a typed bind bound since `runBinding` began.
+    private func noteBound(_ index: Int32) {
+        if index >= 1 && index <= Self.maxCheckedParameters { boundParameters |= 1 << UInt64(index - 1) }
+    }
+
+    private func check(_ result: Int32) throws {
+        guard result == SQLITE_OK else {
+            throw SQLiteError(connection: connection, resultCode: result, sql: sql)
+        }
+    }
+
     private func clearLastUsesBindings() {
         guard holdsLastUsesBindings else { return }
         sqlite3_clear_bindings(handle)
@@ -96,17 +160,8 @@ package final class Statement {
             result = sqlite3_bind_int64(handle, index, value)
         case .real(let value):
             result = sqlite3_bind_double(handle, index, value)
-        case .text(var text):
-            result = try text.withUTF8 { bytes in
-                guard let base = bytes.baseAddress, bytes.count > 0 else {
-                    // A NULL pointer would bind NULL: bind a real empty string instead.
-                    return buzzkit_sqlite3_bind_text_transient(handle, index, "", 0)
-                }
-                let length = try Self.checkedLength(bytes.count, sql: sql)
-                return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
-                    buzzkit_sqlite3_bind_text_transient(handle, index, $0, length)
-                }
-            }
+        case .text(let text):
+            return try bindText(text, at: index)
         case .blob(let bytes):
             result = try bytes.withUnsafeBytes { buffer in
                 guard let base = buffer.baseAddress, buffer.count > 0 else {
@@ -120,6 +175,22 @@ package final class Statement {
         guard result == SQLITE_OK else {
             throw SQLiteError(connection: connection, resultCode: result, sql: sql)
         }
+    }
+
+    /// Binds `text`'s UTF-8 (copied by SQLite), read in place: `String.withUTF8` is mutating,
+    /// and its copy of the string was a retain and a release for every text bound.
+    private func bindText(_ text: String, at index: Int32) throws {
+        try check(
+            withUTF8Bytes(text) { bytes in
+                guard let base = bytes.baseAddress, bytes.count > 0 else {
+                    // A NULL pointer would bind NULL: bind a real empty string instead.
+                    return buzzkit_sqlite3_bind_text_transient(handle, index, "", 0)
+                }
+                let length = try Self.checkedLength(bytes.count, sql: sql)
+                return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                    buzzkit_sqlite3_bind_text_transient(handle, index, $0, length)
+                }
+            })
     }
 
     private static func checkedLength(_ count: Int, sql: String) throws -> Int32 {

@@ -266,30 +266,50 @@ struct SQLiteContext: IdentityWriteContext {
     /// names, even to the same value, so an events batch's save rewrote two index entries (and
     /// dirtied their pages, two more WAL pages per person per group) for nothing.
     func updateSubscriber(_ r: SubscriberRecord) throws {
+        // Bound value by value (`runBinding`): every write of a subscriber runs one of these.
         if let storedIdentities, storedIdentities.unchanged(r) {
-            try db.execute(
+            try db.cachedStatement(
                 """
                 UPDATE subscribers SET email = ?, email_subscribed = ?, last_seq = ?, event_count = ?, updated_at = ?
                 WHERE key = ?
-                """, [r.email, r.emailSubscribed, r.lastSeq, r.eventCount, r.updatedAt.millis, r.key])
+                """
+            ).runBinding(6) { update in
+                try update.bind(text: r.email, at: 1)
+                try update.bind(integer: r.emailSubscribed ? 1 : 0, at: 2)
+                try update.bind(integer: r.lastSeq, at: 3)
+                try update.bind(integer: r.eventCount, at: 4)
+                try update.bind(integer: r.updatedAt.millis, at: 5)
+                try update.bind(integer: r.key, at: 6)
+            }
             return
         }
-        try db.execute(
+        try db.cachedStatement(
             """
             UPDATE subscribers SET id = ?, anonymous = ?, verified = ?, email = ?, email_subscribed = ?,
                 last_seq = ?, event_count = ?, updated_at = ?
             WHERE key = ?
-            """,
-            [
-                r.id, r.anonymous, r.verified, r.email, r.emailSubscribed, r.lastSeq, r.eventCount, r.updatedAt.millis,
-                r.key,
-            ])
+            """
+        ).runBinding(9) { update in
+            try update.bind(text: r.id, at: 1)
+            try update.bind(integer: r.anonymous ? 1 : 0, at: 2)
+            try update.bind(integer: r.verified ? 1 : 0, at: 3)
+            try update.bind(text: r.email, at: 4)
+            try update.bind(integer: r.emailSubscribed ? 1 : 0, at: 5)
+            try update.bind(integer: r.lastSeq, at: 6)
+            try update.bind(integer: r.eventCount, at: 7)
+            try update.bind(integer: r.updatedAt.millis, at: 8)
+            try update.bind(integer: r.key, at: 9)
+        }
         storedIdentities?.remember(r)
     }
 
     func addAlias(tenantID: String, alias: String, key: Int64) throws {
-        try db.execute(
-            "INSERT INTO aliases (tenant_id, alias, subscriber_key) VALUES (?, ?, ?)", [tenantID, alias, key])
+        try db.cachedStatement("INSERT INTO aliases (tenant_id, alias, subscriber_key) VALUES (?, ?, ?)").runBinding(3)
+        {
+            try $0.bind(text: tenantID, at: 1)
+            try $0.bind(text: alias, at: 2)
+            try $0.bind(integer: key, at: 3)
+        }
     }
 
     func aliases(key: Int64, excluding current: String) throws -> [String] {
@@ -669,9 +689,15 @@ struct SQLiteContext: IdentityWriteContext {
 
     func insertEvent(key: Int64, seq: Int64, _ e: NewEvent) throws -> Bool {
         if try hasIncomingMoves(key), try isMovingIn(clientID: e.clientID, to: key) { return false }
-        try db.execute(
-            Self.insertEventSQL,
-            [key, seq, e.clientID, e.name, e.timestamp.millis, e.receivedAt.millis, e.propertiesJSON])
+        try db.cachedStatement(Self.insertEventSQL).runBinding(7) { insert in
+            try insert.bind(integer: key, at: 1)
+            try insert.bind(integer: seq, at: 2)
+            try insert.bind(text: e.clientID, at: 3)
+            try insert.bind(text: e.name, at: 4)
+            try insert.bind(integer: e.timestamp.millis, at: 5)
+            try insert.bind(integer: e.receivedAt.millis, at: 6)
+            try insert.bind(text: e.propertiesJSON, at: 7)
+        }
         return db.changes > 0
     }
 

@@ -70,6 +70,61 @@ import Testing
         #expect(one.int(at: 0) == 42)
     }
 
+    /// `runBinding` with the typed binds stores what `execute` with an argument array stores:
+    /// text (empty and non-ASCII too, from inline and heap strings), NULL for a nil text, integers;
+    /// the count is checked first, and the statement is reset after, even when a bind throws.
+    @Test func runBindingStoresWhatAnArgumentArrayStores() throws {
+        let db = try Database(path: ":memory:")
+        try db.execute("CREATE TABLE t (n INTEGER, a TEXT, b TEXT)")
+        let insert = "INSERT INTO t (n, a, b) VALUES (?, ?, ?)"
+        let long = String(repeating: "héllo ", count: 20)
+        let rows: [(Int64, String?, String?)] = [(1, "short", nil), (2, "", long), (-3, nil, "ünï")]
+        for (n, a, b) in rows {
+            try db.cachedStatement(insert).runBinding(3) { statement in
+                try statement.bind(integer: n, at: 1)
+                try statement.bind(text: a, at: 2)
+                try statement.bind(text: b, at: 3)
+            }
+        }
+        for (n, a, b) in rows { try db.execute(insert, [n + 100, a, b]) }
+        let read = "SELECT n, a, a IS NULL, b, b IS NULL FROM t WHERE n = ?"
+        for (n, _, _) in rows {
+            let typed = try #require(try db.queryOne(read, [n]))
+            let array = try #require(try db.queryOne(read, [n + 100]))
+            #expect(typed.int(0) == n)
+            for column in 1...4 { #expect(typed.values[column] == array.values[column], "column \(column) of \(n)") }
+        }
+        #expect(try db.queryOne("SELECT a, b FROM t WHERE n = 2")?.string(0) == "")
+        #expect(try db.queryOne("SELECT b FROM t WHERE n = 2")?.string(0) == long)
+
+        // Two values for three parameters: refused before anything runs.
+        #expect(throws: SQLiteError.self) {
+            try db.cachedStatement(insert).runBinding(2) { try $0.bind(integer: 9, at: 1) }
+        }
+        // A bind past the parameters throws; so does a body that leaves one unbound, which would
+        // otherwise run with the last use's value there. Neither runs; the next use runs clean.
+        #expect(throws: SQLiteError.self) {
+            try db.cachedStatement(insert).runBinding(3) { try $0.bind(integer: 9, at: 4) }
+        }
+        #expect(throws: SQLiteError.self) {
+            try db.cachedStatement(insert).runBinding(3) {
+                try $0.bind(integer: 9, at: 1)
+                try $0.bind(text: "x", at: 2)
+                try $0.bind(text: "y", at: 2)
+            }
+        }
+        #expect(try db.queryOne("SELECT count(*) FROM t")?.int(0) == 6)
+        try db.cachedStatement(insert).runBinding(3) {
+            try $0.bind(integer: 10, at: 1)
+            try $0.bind(text: nil, at: 2)
+            try $0.bind(text: "z", at: 3)
+        }
+        #expect(
+            try db.queryOne("SELECT a IS NULL, b FROM t WHERE n = 10").map {
+                "\($0.int(0) ?? -1) \($0.string(1) ?? "?")"
+            } == "1 z")
+    }
+
     /// A cached statement keeps nothing of its last use: a parameter this use leaves unbound
     /// reads NULL, whether the last use bound it all at once or one by one, and a last use that
     /// ran to its end without a reset leaves it ready to run again.

@@ -237,11 +237,19 @@ package final class Database {
     /// ``forEach(_:_:_:)`` body), a fresh uncached statement is returned instead of resetting it.
     /// - Parameter sql: One SQL statement; the exact text is the cache key.
     package func cachedStatement(_ sql: String) throws -> Statement {
-        let statement = try recentStatements.statement(for: sql) { sql in
-            if let statement = statementCache[StatementKey(sql)] { return statement }
-            let statement = try prepare(sql)
-            statementCache[StatementKey(sql)] = statement
-            return statement
+        // Asked and told apart, not with a look-up closure: the closure captured `self`, a retain
+        // and a release every statement.
+        let statement: Statement
+        if let recent = recentStatements.statement(for: sql) {
+            statement = recent
+        } else {
+            if let cached = statementCache[StatementKey(sql)] {
+                statement = cached
+            } else {
+                statement = try prepare(sql)
+                statementCache[StatementKey(sql)] = statement
+            }
+            recentStatements.remember(statement, for: sql)
         }
         if statement.isRunning { return try prepare(sql) }
         statement.prepareForReuse()
@@ -399,37 +407,57 @@ extension String {
 /// by text: `SAVEPOINT "job"`, run by every write job, cost ~1.3k instructions to look up.)
 /// Direct-mapped and fixed in size: nothing to evict.
 struct RecentStatements {
-    private struct Slot {
-        var sql: String
+    /// Where a slot's SQL lives and how long it is: plain values, compared without touching the
+    /// slot's `String` or `Statement`.
+    private struct Key: Equatable {
         var address: UInt
         var count: Int
-        var statement: Statement
     }
-    private var slots = [Slot?](repeating: nil, count: 256)
-    /// Short SQL by its length (0–15 bytes).
-    private var shortSlots = [Slot?](repeating: nil, count: 16)
+    private static let size = 256
+    private var keys = [Key?](repeating: nil, count: size)
+    /// Each slot's SQL, kept so its storage is not freed and reused for other text meanwhile.
+    private var texts = [String?](repeating: nil, count: size)
+    private var statements = [Statement?](repeating: nil, count: size)
+    /// Short SQL by its length (0–15 bytes), with its statement.
+    private var shortTexts = [String?](repeating: nil, count: 16)
+    private var shortStatements = [Statement?](repeating: nil, count: 16)
 
-    /// The statement for `sql`: from a slot when `sql` is the storage a slot holds (or, when
-    /// short, the same text), else from `lookUp` (then remembered in its slot).
-    mutating func statement(for sql: String, lookUp: (String) throws -> Statement) rethrows -> Statement {
+    /// The statement remembered for `sql`: when `sql` is the storage a slot holds (or, when
+    /// short, the same text).
+    func statement(for sql: String) -> Statement? {
         let count = sql.utf8.count
-        if count < shortSlots.count {
-            if let slot = shortSlots[count], slot.sql == sql { return slot.statement }
-            let statement = try lookUp(sql)
-            shortSlots[count] = Slot(sql: sql, address: 0, count: count, statement: statement)
-            return statement
+        if count < shortTexts.count {
+            // A short text is held inside its `String`: comparing two is comparing two words.
+            return shortTexts[count] == sql ? shortStatements[count] : nil
         }
+        guard let key = Self.key(sql, count: count) else { return nil }
+        let index = Self.index(key)
+        return keys[index] == key ? statements[index] : nil
+    }
+
+    /// Remembers `statement` for `sql` in its slot, in place of what the slot held.
+    mutating func remember(_ statement: Statement, for sql: String) {
+        let count = sql.utf8.count
+        if count < shortTexts.count {
+            (shortTexts[count], shortStatements[count]) = (sql, statement)
+            return
+        }
+        // SQL not in contiguous storage has no slot: it is found by text each time.
+        guard let key = Self.key(sql, count: count) else { return }
+        let index = Self.index(key)
+        (keys[index], texts[index], statements[index]) = (key, sql, statement)
+    }
+
+    private static func key(_ sql: String, count: Int) -> Key? {
         guard let address = sql.utf8.withContiguousStorageIfAvailable({ UInt(bitPattern: $0.baseAddress) }),
             address != 0
-        else { return try lookUp(sql) }
-        // Storage is at least 8-byte aligned: drop the low bits that never vary.
-        let index = Int(truncatingIfNeeded: (address >> 4) ^ (address >> 12)) & (slots.count - 1)
-        if let slot = slots[index], slot.address == address, slot.count == count {
-            return slot.statement
-        }
-        let statement = try lookUp(sql)
-        slots[index] = Slot(sql: sql, address: address, count: count, statement: statement)
-        return statement
+        else { return nil }
+        return Key(address: address, count: count)
+    }
+
+    /// Storage is at least 8-byte aligned: the low bits that never vary are dropped.
+    private static func index(_ key: Key) -> Int {
+        Int(truncatingIfNeeded: (key.address >> 4) ^ (key.address >> 12)) & (size - 1)
     }
 }
 

@@ -53,11 +53,10 @@ package enum Operations {
         var (subscriber, merge, unsaved) = try Merger.mergeUnsaved(
             anonymousID: command.anonymousID, into: command.externalID, existing: existing,
             tenant: tenant, in: ctx, now: now)
-        var result = OperationResult(subscriber: subscriber)
-        result.created = existing == nil && merge.shape != .rename
-        result.warnings = merge.warnings
+        let created = existing == nil && merge.shape != .rename
+        var warnings = merge.warnings
 
-        if result.created { try WebhookOutbox.subscriberCreated(subscriber, in: ctx, now: now) }
+        if created { try WebhookOutbox.subscriberCreated(subscriber, in: ctx, now: now) }
         if proven && !subscriber.verified {
             subscriber.verified = true
             unsaved = true
@@ -67,7 +66,7 @@ package enum Operations {
         let profile = try mergeProfile(
             into: &subscriber, email: command.email, attributes: command.attributes,
             subscribeEmail: command.subscribeEmail, source: .app, tenant: tenant, in: ctx)
-        result.warnings += profile.warnings
+        warnings += profile.warnings
         if unsaved || profile.changed {
             subscriber.updatedAt = now
             try ctx.updateSubscriber(subscriber)
@@ -75,7 +74,11 @@ package enum Operations {
         if let device = command.device {
             try ctx.upsertDevice(key: subscriber.key, device)
         }
-        result.subscriber = subscriber
+        // Made last, from the record as it ends: made first and updated, it copied the record
+        // twice (a retain and a release of each of its strings every time).
+        var result = OperationResult(subscriber: subscriber)
+        result.created = created
+        result.warnings = warnings
         result.merge = merge
         return result
     }

@@ -74,9 +74,9 @@ package enum Operations {
         if let device = command.device {
             try ctx.upsertDevice(key: subscriber.key, device)
         }
-        // Made last, from the record as it ends: made first and updated, it copied the record
+        // Made last, taking the record as it ends: made first and updated, it copied the record
         // twice (a retain and a release of each of its strings every time).
-        var result = OperationResult(subscriber: subscriber)
+        var result = OperationResult(subscriber: consume subscriber)
         result.created = created
         result.warnings = warnings
         result.merge = merge

@@ -273,14 +273,7 @@ struct SQLiteContext: IdentityWriteContext {
                 UPDATE subscribers SET email = ?, email_subscribed = ?, last_seq = ?, event_count = ?, updated_at = ?
                 WHERE key = ?
                 """
-            ).runBinding(6) { update in
-                try update.bind(text: r.email, at: 1)
-                try update.bind(integer: r.emailSubscribed ? 1 : 0, at: 2)
-                try update.bind(integer: r.lastSeq, at: 3)
-                try update.bind(integer: r.eventCount, at: 4)
-                try update.bind(integer: r.updatedAt.millis, at: 5)
-                try update.bind(integer: r.key, at: 6)
-            }
+            ).runBinding(6) { try Self.bindSavedColumns(of: r, from: 1, in: $0) }
             return
         }
         try db.cachedStatement(
@@ -293,19 +286,24 @@ struct SQLiteContext: IdentityWriteContext {
             try update.bind(text: r.id, at: 1)
             try update.bind(integer: r.anonymous ? 1 : 0, at: 2)
             try update.bind(integer: r.verified ? 1 : 0, at: 3)
-            try update.bind(text: r.email, at: 4)
-            try update.bind(integer: r.emailSubscribed ? 1 : 0, at: 5)
-            try update.bind(integer: r.lastSeq, at: 6)
-            try update.bind(integer: r.eventCount, at: 7)
-            try update.bind(integer: r.updatedAt.millis, at: 8)
-            try update.bind(integer: r.key, at: 9)
+            try Self.bindSavedColumns(of: r, from: 4, in: update)
         }
         storedIdentities?.remember(r)
     }
 
+    /// The columns every save of a subscriber sets, then its key, bound from parameter `first` on.
+    private static func bindSavedColumns(of r: SubscriberRecord, from first: Int32, in update: Statement) throws {
+        try update.bind(text: r.email, at: first)
+        try update.bind(integer: r.emailSubscribed ? 1 : 0, at: first + 1)
+        try update.bind(integer: r.lastSeq, at: first + 2)
+        try update.bind(integer: r.eventCount, at: first + 3)
+        try update.bind(integer: r.updatedAt.millis, at: first + 4)
+        try update.bind(integer: r.key, at: first + 5)
+    }
+
     func addAlias(tenantID: String, alias: String, key: Int64) throws {
-        try db.cachedStatement("INSERT INTO aliases (tenant_id, alias, subscriber_key) VALUES (?, ?, ?)").runBinding(3)
-        {
+        let insert = try db.cachedStatement("INSERT INTO aliases (tenant_id, alias, subscriber_key) VALUES (?, ?, ?)")
+        try insert.runBinding(3) {
             try $0.bind(text: tenantID, at: 1)
             try $0.bind(text: alias, at: 2)
             try $0.bind(integer: key, at: 3)

@@ -237,22 +237,26 @@ package final class Database {
     /// ``forEach(_:_:_:)`` body), a fresh uncached statement is returned instead of resetting it.
     /// - Parameter sql: One SQL statement; the exact text is the cache key.
     package func cachedStatement(_ sql: String) throws -> Statement {
-        // Asked and told apart, not with a look-up closure: the closure captured `self`, a retain
-        // and a release every statement.
-        let statement: Statement
-        if let recent = recentStatements.statement(for: sql) {
-            statement = recent
-        } else {
-            if let cached = statementCache[StatementKey(sql)] {
-                statement = cached
-            } else {
-                statement = try prepare(sql)
-                statementCache[StatementKey(sql)] = statement
-            }
-            recentStatements.remember(statement, for: sql)
-        }
+        // The front asked, then told on a miss (`statementAfterMiss`): a look-up closure captured
+        // `self`, a retain and a release every statement.
+        let statement = try recentStatements.statement(for: sql) ?? statementAfterMiss(sql)
         if statement.isRunning { return try prepare(sql) }
         statement.prepareForReuse()
+        return statement
+    }
+
+    /// The statement for `sql` from the cache behind the front (prepared if new), then
+    /// remembered by the front.
+    @inline(never)
+    private func statementAfterMiss(_ sql: String) throws -> Statement {
+        let statement: Statement
+        if let cached = statementCache[StatementKey(sql)] {
+            statement = cached
+        } else {
+            statement = try prepare(sql)
+            statementCache[StatementKey(sql)] = statement
+        }
+        recentStatements.remember(statement, for: sql)
         return statement
     }
 

@@ -14,8 +14,11 @@ extension Database {
             handle, name, 1, SQLITE_UTF8, box,
             { context, count, arguments in
                 guard let context, count == 1, let argument = arguments?[0] else { return }
-                let box = Unmanaged<ObserverBox>.fromOpaque(sqlite3_user_data(context)).takeUnretainedValue()
-                box.body(sqlite3_value_int64(argument))
+                // Borrowed, not taken: SQLite holds the box for as long as the function exists,
+                // and taking it was a retain and a release on every row a trigger reports.
+                Unmanaged<ObserverBox>.fromOpaque(sqlite3_user_data(context))._withUnsafeGuaranteedRef {
+                    $0.body(sqlite3_value_int64(argument))
+                }
                 sqlite3_result_null(context)
             },
             nil, nil,

@@ -32,7 +32,7 @@ package final class Statement {
     /// its end) takes no binding until it is reset.
     private var steppedSinceReset = false
 
-    /// Bit n-1 set once parameter n was bound by a typed bind (`runBinding`'s check).
+    /// Bit n-1 set once parameter n was bound by index (`runBinding`'s check).
     private var boundParameters: UInt64 = 0
 
     /// Takes ownership of a prepared statement.
@@ -82,6 +82,7 @@ package final class Statement {
     /// statement rerun in a loop binds what changes, with no argument array per run.
     package func bind(_ value: SQLiteValue, at index: Int32) throws {
         clearLastUsesBindings()
+        noteBound(index)
         try bindValue(value, at: index)
     }
 
@@ -106,18 +107,18 @@ package final class Statement {
     }
 
     /// Binds every one of the statement's `count` parameters with `bindAll` (the typed binds
-    /// above), steps it to completion ignoring rows, then resets it. The write path's statements
-    /// run this way: an `[any SQLiteBindable]` was an array and a boxed value per parameter.
-    /// `SQLITE_RANGE` if the count is not the statement's, or if `bindAll` left a parameter
-    /// unbound: the last use's values are not cleared first, so none may be left to run with.
+    /// above, or `bind(_:at:)`), steps it to completion ignoring rows, then resets it. The write
+    /// path's statements run this way: an `[any SQLiteBindable]` was an array and a boxed value
+    /// per parameter. `SQLITE_RANGE` if the count is not the statement's, if it is over 64, or if
+    /// `bindAll` left a parameter unbound: the last use's values are not cleared first, so none
+    /// may be left to run with.
     package func runBinding(_ count: Int, _ bindAll: (Statement) throws -> Void) throws {
         defer { reset() }
         try checkParameterCount(count)
         guard count <= Self.maxCheckedParameters else {
-            // Past what the mask tracks: cleared first, as `bind(_:at:)` leaves it.
-            try bindAll(self)
-            while try step() {}
-            return
+            throw SQLiteError(
+                extendedCode: SQLITE_RANGE, message: "runBinding binds at most \(Self.maxCheckedParameters) parameters",
+                sql: sql)
         }
         holdsLastUsesBindings = false
         boundParameters = 0
@@ -134,7 +135,7 @@ package final class Statement {
     /// The parameters `runBinding` checks by a mask of the indices bound.
     private static let maxCheckedParameters = 64
 
-    /// Which of parameters 1…64 a typed bind bound since `runBinding` began.
+    /// Which of parameters 1…64 a bind by index bound since `runBinding` began.
     private func noteBound(_ index: Int32) {
         if index >= 1 && index <= Self.maxCheckedParameters { boundParameters |= 1 << UInt64(index - 1) }
     }

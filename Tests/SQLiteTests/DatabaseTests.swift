@@ -117,7 +117,7 @@ import Testing
         try db.cachedStatement(insert).runBinding(3) {
             try $0.bind(integer: 10, at: 1)
             try $0.bind(text: nil, at: 2)
-            try $0.bind(text: "z", at: 3)
+            try $0.bind(.text("z"), at: 3)  // a value bound by index counts as bound too
         }
         #expect(
             try db.queryOne("SELECT a IS NULL, b FROM t WHERE n = 10").map {

@@ -32,9 +32,6 @@ package final class Statement {
     /// its end) takes no binding until it is reset.
     private var steppedSinceReset = false
 
-    /// Bit n-1 set once parameter n was bound by index (`runBinding`'s check).
-    private var boundParameters: UInt64 = 0
-
     /// Takes ownership of a prepared statement.
     init(handle: OpaquePointer, sql: String) {
         self.handle = handle
@@ -82,62 +79,27 @@ package final class Statement {
     /// statement rerun in a loop binds what changes, with no argument array per run.
     package func bind(_ value: SQLiteValue, at index: Int32) throws {
         clearLastUsesBindings()
-        noteBound(index)
         try bindValue(value, at: index)
     }
 
-    /// Binds a text at a 1-based parameter index, NULL for nil, read from the string in place:
-    /// a `.text` value or an `[any SQLiteBindable]` element copied the string (a retain and a
-    /// release each) and went through the value's witnesses. For ``runBinding(_:_:)``'s body.
+    /// `bind(_:at:)` for a text, NULL for nil, read from the string in place: a `.text` value
+    /// copied the string first (a retain and a release), as an `[any SQLiteBindable]` element did.
     package func bind(text: String?, at index: Int32) throws {
         clearLastUsesBindings()
-        noteBound(index)
-        guard let text else {
-            try check(sqlite3_bind_null(handle, index))
-            return
-        }
+        guard let text else { return try check(sqlite3_bind_null(handle, index)) }
         try bindText(text, at: index)
     }
 
-    /// Binds an integer at a 1-based parameter index (a `Bool` as 0 or 1, as SQLite stores it).
-    package func bind(integer: Int64, at index: Int32) throws {
-        clearLastUsesBindings()
-        noteBound(index)
-        try check(sqlite3_bind_int64(handle, index, integer))
-    }
-
-    /// Binds every one of the statement's `count` parameters with `bindAll` (the typed binds
-    /// above, or `bind(_:at:)`), steps it to completion ignoring rows, then resets it. The write
-    /// path's statements run this way: an `[any SQLiteBindable]` was an array and a boxed value
-    /// per parameter. `SQLITE_RANGE` if the count is not the statement's, if it is over 64, or if
-    /// `bindAll` left a parameter unbound: the last use's values are not cleared first, so none
-    /// may be left to run with.
+    /// Binds the statement's `count` parameters by index in `bindAll` (`bind(_:at:)`,
+    /// `bind(text:at:)`), steps it to completion ignoring rows, then resets it: the write path's
+    /// statements, where an `[any SQLiteBindable]` was an array and a boxed value per parameter.
+    /// `SQLITE_RANGE` if the count is not the statement's; a parameter `bindAll` leaves unbound
+    /// is NULL, as with `bind(_:at:)`, never the last use's value.
     package func runBinding(_ count: Int, _ bindAll: (Statement) throws -> Void) throws {
         defer { reset() }
         try checkParameterCount(count)
-        guard count <= Self.maxCheckedParameters else {
-            throw SQLiteError(
-                extendedCode: SQLITE_RANGE, message: "runBinding binds at most \(Self.maxCheckedParameters) parameters",
-                sql: sql)
-        }
-        holdsLastUsesBindings = false
-        boundParameters = 0
         try bindAll(self)
-        let all: UInt64 = count == 64 ? .max : (1 << UInt64(count)) - 1
-        guard boundParameters == all else {
-            throw SQLiteError(
-                extendedCode: SQLITE_RANGE,
-                message: "bound \(boundParameters.nonzeroBitCount) of the statement's \(count) parameters", sql: sql)
-        }
         while try step() {}
-    }
-
-    /// The parameters `runBinding` checks by a mask of the indices bound.
-    private static let maxCheckedParameters = 64
-
-    /// Which of parameters 1…64 a bind by index bound since `runBinding` began.
-    private func noteBound(_ index: Int32) {
-        if index >= 1 && index <= Self.maxCheckedParameters { boundParameters |= 1 << UInt64(index - 1) }
     }
 
     private func check(_ result: Int32) throws {
@@ -153,28 +115,25 @@ package final class Statement {
     }
 
     private func bindValue(_ value: SQLiteValue, at index: Int32) throws {
-        let result: Int32
         switch value {
         case .null:
-            result = sqlite3_bind_null(handle, index)
+            try check(sqlite3_bind_null(handle, index))
         case .integer(let value):
-            result = sqlite3_bind_int64(handle, index, value)
+            try check(sqlite3_bind_int64(handle, index, value))
         case .real(let value):
-            result = sqlite3_bind_double(handle, index, value)
+            try check(sqlite3_bind_double(handle, index, value))
         case .text(let text):
-            return try bindText(text, at: index)
+            try bindText(text, at: index)
         case .blob(let bytes):
-            result = try bytes.withUnsafeBytes { buffer in
-                guard let base = buffer.baseAddress, buffer.count > 0 else {
-                    // Same trap as text: a NULL pointer binds NULL, not an empty blob.
-                    return sqlite3_bind_zeroblob(handle, index, 0)
-                }
-                return buzzkit_sqlite3_bind_blob_transient(
-                    handle, index, base, try Self.checkedLength(buffer.count, sql: sql))
-            }
-        }
-        guard result == SQLITE_OK else {
-            throw SQLiteError(connection: connection, resultCode: result, sql: sql)
+            try check(
+                bytes.withUnsafeBytes { buffer in
+                    guard let base = buffer.baseAddress, buffer.count > 0 else {
+                        // Same trap as text: a NULL pointer binds NULL, not an empty blob.
+                        return sqlite3_bind_zeroblob(handle, index, 0)
+                    }
+                    return buzzkit_sqlite3_bind_blob_transient(
+                        handle, index, base, try Self.checkedLength(buffer.count, sql: sql))
+                })
         }
     }
 

@@ -284,8 +284,8 @@ struct SQLiteContext: IdentityWriteContext {
             """
         ).runBinding(9) { update in
             try update.bind(text: r.id, at: 1)
-            try update.bind(integer: r.anonymous ? 1 : 0, at: 2)
-            try update.bind(integer: r.verified ? 1 : 0, at: 3)
+            try update.bind(.integer(r.anonymous ? 1 : 0), at: 2)
+            try update.bind(.integer(r.verified ? 1 : 0), at: 3)
             try Self.bindSavedColumns(of: r, from: 4, in: update)
         }
         storedIdentities?.remember(r)
@@ -294,11 +294,11 @@ struct SQLiteContext: IdentityWriteContext {
     /// The columns every save of a subscriber sets, then its key, bound from parameter `first` on.
     private static func bindSavedColumns(of r: SubscriberRecord, from first: Int32, in update: Statement) throws {
         try update.bind(text: r.email, at: first)
-        try update.bind(integer: r.emailSubscribed ? 1 : 0, at: first + 1)
-        try update.bind(integer: r.lastSeq, at: first + 2)
-        try update.bind(integer: r.eventCount, at: first + 3)
-        try update.bind(integer: r.updatedAt.millis, at: first + 4)
-        try update.bind(integer: r.key, at: first + 5)
+        try update.bind(.integer(r.emailSubscribed ? 1 : 0), at: first + 1)
+        try update.bind(.integer(r.lastSeq), at: first + 2)
+        try update.bind(.integer(r.eventCount), at: first + 3)
+        try update.bind(.integer(r.updatedAt.millis), at: first + 4)
+        try update.bind(.integer(r.key), at: first + 5)
     }
 
     func addAlias(tenantID: String, alias: String, key: Int64) throws {
@@ -306,7 +306,7 @@ struct SQLiteContext: IdentityWriteContext {
         try insert.runBinding(3) {
             try $0.bind(text: tenantID, at: 1)
             try $0.bind(text: alias, at: 2)
-            try $0.bind(integer: key, at: 3)
+            try $0.bind(.integer(key), at: 3)
         }
     }
 
@@ -688,12 +688,12 @@ struct SQLiteContext: IdentityWriteContext {
     func insertEvent(key: Int64, seq: Int64, _ e: NewEvent) throws -> Bool {
         if try hasIncomingMoves(key), try isMovingIn(clientID: e.clientID, to: key) { return false }
         try db.cachedStatement(Self.insertEventSQL).runBinding(7) { insert in
-            try insert.bind(integer: key, at: 1)
-            try insert.bind(integer: seq, at: 2)
+            try insert.bind(.integer(key), at: 1)
+            try insert.bind(.integer(seq), at: 2)
             try insert.bind(text: e.clientID, at: 3)
             try insert.bind(text: e.name, at: 4)
-            try insert.bind(integer: e.timestamp.millis, at: 5)
-            try insert.bind(integer: e.receivedAt.millis, at: 6)
+            try insert.bind(.integer(e.timestamp.millis), at: 5)
+            try insert.bind(.integer(e.receivedAt.millis), at: 6)
             try insert.bind(text: e.propertiesJSON, at: 7)
         }
         return db.changes > 0
@@ -710,11 +710,11 @@ struct SQLiteContext: IdentityWriteContext {
         for e in events {
             if moving, try isMovingIn(clientID: e.clientID, to: key) { continue }
             try insert.bind(.integer(afterSeq + Int64(stored) + 1), at: 2)
-            try insert.bind(.text(e.clientID), at: 3)
-            try insert.bind(.text(e.name), at: 4)
+            try insert.bind(text: e.clientID, at: 3)
+            try insert.bind(text: e.name, at: 4)
             try insert.bind(.integer(e.timestamp.millis), at: 5)
             try insert.bind(.integer(e.receivedAt.millis), at: 6)
-            try insert.bind(e.propertiesJSON.map { .text($0) } ?? .null, at: 7)
+            try insert.bind(text: e.propertiesJSON, at: 7)
             try insert.runBound()
             if db.changes > 0 { stored += 1 }
         }

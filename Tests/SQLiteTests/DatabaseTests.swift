@@ -70,9 +70,10 @@ import Testing
         #expect(one.int(at: 0) == 42)
     }
 
-    /// `runBinding` with the typed binds stores what `execute` with an argument array stores:
-    /// text (empty and non-ASCII too, from inline and heap strings), NULL for a nil text, integers;
-    /// the count is checked first, and the statement is reset after, even when a bind throws.
+    /// `runBinding` stores what `execute` with an argument array stores: text (empty and non-ASCII
+    /// too, from inline and heap strings), NULL for a nil text, integers; the count is checked
+    /// first, a parameter left unbound is NULL (never the last use's value), and the statement is
+    /// reset after, even when a bind throws.
     @Test func runBindingStoresWhatAnArgumentArrayStores() throws {
         let db = try Database(path: ":memory:")
         try db.execute("CREATE TABLE t (n INTEGER, a TEXT, b TEXT)")
@@ -81,7 +82,7 @@ import Testing
         let rows: [(Int64, String?, String?)] = [(1, "short", nil), (2, "", long), (-3, nil, "ünï")]
         for (n, a, b) in rows {
             try db.cachedStatement(insert).runBinding(3) { statement in
-                try statement.bind(integer: n, at: 1)
+                try statement.bind(.integer(n), at: 1)
                 try statement.bind(text: a, at: 2)
                 try statement.bind(text: b, at: 3)
             }
@@ -99,25 +100,30 @@ import Testing
 
         // Two values for three parameters: refused before anything runs.
         #expect(throws: SQLiteError.self) {
-            try db.cachedStatement(insert).runBinding(2) { try $0.bind(integer: 9, at: 1) }
+            try db.cachedStatement(insert).runBinding(2) { try $0.bind(.integer(9), at: 1) }
         }
-        // A bind past the parameters throws; so does a body that leaves one unbound, which would
-        // otherwise run with the last use's value there. Neither runs; the next use runs clean.
-        #expect(throws: SQLiteError.self) {
-            try db.cachedStatement(insert).runBinding(3) { try $0.bind(integer: 9, at: 4) }
-        }
-        #expect(throws: SQLiteError.self) {
-            try db.cachedStatement(insert).runBinding(3) {
-                try $0.bind(integer: 9, at: 1)
-                try $0.bind(text: "x", at: 2)
-                try $0.bind(text: "y", at: 2)
-            }
-        }
-        #expect(try db.queryOne("SELECT count(*) FROM t")?.int(0) == 6)
+        // Right after a use that bound all three ("ünï" last), a body that leaves the third
+        // unbound stores NULL there, not the last use's value.
         try db.cachedStatement(insert).runBinding(3) {
-            try $0.bind(integer: 10, at: 1)
+            try $0.bind(.integer(9), at: 1)
+            try $0.bind(text: "x", at: 2)
+            try $0.bind(text: "y", at: 2)
+        }
+        #expect(
+            try db.queryOne("SELECT a, b IS NULL FROM t WHERE n = 9").map {
+                "\($0.string(0) ?? "?") \($0.int(1) ?? -1)"
+            }
+                == "y 1")
+        #expect(try db.queryOne("SELECT count(*) FROM t")?.int(0) == 7)
+        // A bind past the parameters throws and runs nothing; the next use runs clean.
+        #expect(throws: SQLiteError.self) {
+            try db.cachedStatement(insert).runBinding(3) { try $0.bind(.integer(9), at: 4) }
+        }
+        #expect(try db.queryOne("SELECT count(*) FROM t")?.int(0) == 7)
+        try db.cachedStatement(insert).runBinding(3) {
+            try $0.bind(.integer(10), at: 1)
             try $0.bind(text: nil, at: 2)
-            try $0.bind(.text("z"), at: 3)  // a value bound by index counts as bound too
+            try $0.bind(.text("z"), at: 3)
         }
         #expect(
             try db.queryOne("SELECT a IS NULL, b FROM t WHERE n = 10").map {

@@ -61,17 +61,8 @@ package typealias DatabaseErrorHandler = @Sendable (_ operation: String, _ error
 /// let count = try writer.write { db in try db.queryOne("SELECT count(*) FROM users")?.int(0) }
 /// ```
 package final class DatabaseWriter: Sendable {
-    /// A job erased to what the writer thread needs.
-    private struct Job: Sendable {
-        /// Runs the work in its savepoint inside the open transaction. Returns how to complete
-        /// the job once the group's fate is known (`nil`: committed) and the job's own error.
-        let run: @Sendable (Database) -> (complete: @Sendable ((any Error)?) -> Void, error: (any Error)?)
-        /// Completes the job without running it.
-        let fail: @Sendable (any Error) -> Void
-    }
-
     private struct State: Sendable {
-        var queue: [Job] = []
+        var queue: [any WriterJob] = []
         var closing = false
         var finished = false
         var checkpointInterval: Duration?
@@ -94,12 +85,18 @@ package final class DatabaseWriter: Sendable {
     /// The savepoint each job runs in, its statements made once.
     private static let jobSavepoint = Savepoint("job")
 
-    /// One group's completions, handed from the writer to the completion thread.
+    /// A job the writer is done with, and the error its own work threw (nil: its work stays).
+    private struct RanJob: Sendable {
+        let job: any WriterJob
+        let ownError: (any Error)?
+    }
+
+    /// One group's jobs, handed from the writer to the completion thread.
     private struct DeliveredGroup: Sendable {
-        /// Why the group did not commit, given to every completion; nil when it committed, and
-        /// its completions wait for the log's sync (and get that sync's error, if any).
+        /// Why the group did not commit, given to every job whose own work did not fail; nil when
+        /// it committed, and its jobs wait for the log's sync (and get that sync's error, if any).
         let error: (any Error)?
-        let completions: [@Sendable ((any Error)?) -> Void]
+        let jobs: [RanJob]
         var committed: Bool { error == nil }
     }
 
@@ -214,43 +211,22 @@ package final class DatabaseWriter: Sendable {
         completesOnCallingLoop: Bool = false,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
-        let handBack = completesOnCallingLoop ? LoopIteration.handBackToCurrent : nil
-        // What the writer and the completion thread call: handed back when there is a loop to
-        // hand it to (and it still takes tasks), else run there.
-        let delivered: @Sendable (Result<T, any Error>) -> Void =
-            if let handBack {
-                { result in
-                    if !handBack({ completion(result) }) { completion(result) }
-                }
-            } else {
-                completion
-            }
-        let entry = Job(
-            run: { db in
-                let result: Result<T, any Error>
-                do {
-                    result = .success(try db.savepoint(DatabaseWriter.jobSavepoint) { try job(db) })
-                } catch {
-                    result = .failure(error)
-                }
-                let complete: @Sendable ((any Error)?) -> Void = { groupError in
-                    if case .success = result, let groupError {
-                        delivered(.failure(groupError))
-                    } else {
-                        delivered(result)
-                    }
-                }
-                if case .failure(let error) = result { return (complete, error) }
-                return (complete, nil)
-            },
-            fail: { delivered(.failure($0)) })
+        submit(
+            ClosureJob(
+                work: job, completion: completion,
+                handBack: completesOnCallingLoop ? LoopIteration.handBackToCurrent : nil))
+    }
+
+    /// Queues a job made as one object (see ``WriterJob``). After ``close()``, the job is
+    /// refused at once, on the calling thread (``WriterJob/refuse(_:)``).
+    package func submit(_ job: any WriterJob) {
         let accepted = shared.withLock { state in
             guard !state.closing else { return false }
-            state.queue.append(entry)
+            state.queue.append(job)
             return true
         }
         guard accepted else {
-            completion(.failure(SQLiteError.misuse("the database writer is closed")))
+            job.refuse(SQLiteError.misuse("the database writer is closed"))
             return
         }
         shared.broadcast()
@@ -411,8 +387,8 @@ package final class DatabaseWriter: Sendable {
                 }
             }
             for group in groups {
-                let error = group.committed ? syncError : group.error
-                for complete in group.completions { complete(error) }
+                let groupError = group.committed ? syncError : group.error
+                for ran in group.jobs { ran.job.complete(ran.ownError ?? groupError) }
             }
             if syncing {
                 writerState.withLock { $0.logSyncing = false }
@@ -458,7 +434,7 @@ package final class DatabaseWriter: Sendable {
                 let (batch, closing, interval, restartLog) = shared.withLock(
                     waitingUntil: { !$0.queue.isEmpty || $0.closing || $0.restartLogRequested }
                 ) { state in
-                    let batch: [Job]
+                    let batch: [any WriterJob]
                     if state.queue.count <= maxBatch {
                         batch = state.queue
                         state.queue = []
@@ -515,11 +491,11 @@ package final class DatabaseWriter: Sendable {
             }
         }
 
-        /// Hands a group's completions to the completion thread, one lock and one wake-up per
-        /// group: with `error` when the group failed, else after the log's sync.
-        private func deliver(_ completions: [@Sendable ((any Error)?) -> Void], failedWith error: (any Error)?) {
-            guard !completions.isEmpty else { return }
-            let group = DeliveredGroup(error: error, completions: completions)
+        /// Hands a group's jobs to the completion thread, one lock and one wake-up per group:
+        /// completed with `error` when the group failed, else after the log's sync.
+        private func deliver(_ jobs: [RanJob], failedWith error: (any Error)?) {
+            guard !jobs.isEmpty else { return }
+            let group = DeliveredGroup(error: error, jobs: jobs)
             deliveries.withLock { $0.groups.append(group) }
             deliveries.broadcast()
         }
@@ -527,10 +503,10 @@ package final class DatabaseWriter: Sendable {
         /// Jobs for the open group while the completion thread syncs the log: what is queued (up to
         /// `room`), waiting for some if nothing is; nil once the sync ended (commit now, it will be
         /// synced at once), or when a log restart or `close` wants the group ended.
-        private func jobsArrivingWhileLogSyncs(room: Int) -> ArraySlice<Job>? {
+        private func jobsArrivingWhileLogSyncs(room: Int) -> ArraySlice<any WriterJob>? {
             shared.withLock(
                 waitingUntil: { !$0.logSyncing || !$0.queue.isEmpty || $0.closing || $0.restartLogRequested }
-            ) { state -> ArraySlice<Job>? in
+            ) { state -> ArraySlice<any WriterJob>? in
                 guard state.logSyncing, !state.closing, !state.restartLogRequested, !state.queue.isEmpty else {
                     return nil
                 }
@@ -544,23 +520,38 @@ package final class DatabaseWriter: Sendable {
             }
         }
 
+        /// Runs a job in its own savepoint of the open group.
+        /// - Returns: The error its work threw; nil when its changes stay in the group.
+        private func run(_ job: any WriterJob) -> (any Error)? {
+            // The connection alone in the closure: `self` there copied the whole loop (a retain
+            // and a release of each of its references, every job).
+            let database = database
+            do {
+                try database.savepoint(DatabaseWriter.jobSavepoint) { try job.run(database) }
+                return nil
+            } catch {
+                return error
+            }
+        }
+
         /// Runs one group in one transaction.
         /// - Returns: Jobs not attempted because SQLite aborted the transaction.
-        private func runGroup(_ jobs: ArraySlice<Job>) -> ArraySlice<Job> {
+        private func runGroup(_ jobs: ArraySlice<any WriterJob>) -> ArraySlice<any WriterJob> {
             do {
                 try database.execute(TransactionKind.immediate.beginSQL, [])
             } catch {
-                deliver(jobs.map { job in { job.fail($0 ?? error) } }, failedWith: error)
+                deliver(jobs.map { RanJob(job: $0, ownError: nil) }, failedWith: error)
                 return []
             }
-            var completions: [@Sendable ((any Error)?) -> Void] = []
+            var completions: [RanJob] = []
             completions.reserveCapacity(jobs.count)
             var batch = jobs
             while true {
                 for index in batch.indices {
-                    let (complete, error) = batch[index].run(database)
+                    let job = batch[index]
+                    let error = run(job)
                     afterJob?(error == nil)
-                    completions.append(complete)
+                    completions.append(RanJob(job: job, ownError: error))
                     if !database.isInTransaction {
                         // SQLite rolled back the whole transaction (https://www.sqlite.org/lang_transaction.html,
                         // "Response To Errors Within A Transaction"): every job so far lost its work.
@@ -597,6 +588,74 @@ package final class DatabaseWriter: Sendable {
             afterGroup?()
             deliver(completions, failedWith: nil)
             return []
+        }
+    }
+}
+
+/// Work for the writer thread, and what to do once its group's fate is known, as one object.
+///
+/// The closure form (``DatabaseWriter/submit(_:completesOnCallingLoop:completion:)``) builds
+/// one of these; a caller on the hot path implements it itself, so that a write is a single
+/// allocation from the loop that submits it to the loop that renders its answer, where nested
+/// closures made one per layer (the work, the completion, the hand-back, the outcome), each
+/// allocated on one thread and read and freed on others (`SQLiteIdentityStore`'s writes).
+package protocol WriterJob: AnyObject, Sendable {
+    /// The work, on the writer thread, inside the job's own savepoint of the open group. It keeps
+    /// its value for ``complete(_:)``; a throw rolls back its savepoint only.
+    func run(_ db: Database) throws
+    /// Called once when the job's fate is known, on the completion thread (or, after
+    /// ``DatabaseWriter/close()``, on the submitting thread): `error` is nil when the job's work
+    /// succeeded, its group committed and the log is synced; otherwise the work's own error, or
+    /// why the group failed (also for a job never run). The writer hands over the group under a
+    /// lock, so what `run` stored is visible here.
+    func complete(_ error: (any Error)?)
+    /// Called instead of both when the writer was closed before the job was queued: at once, on
+    /// the submitting thread, so a caller on a loop learns before its handler returns.
+    func refuse(_ error: any Error)
+}
+
+/// The job ``DatabaseWriter/submit(_:completesOnCallingLoop:completion:)`` queues.
+///
+/// `@unchecked Sendable`: `value` is written by `run` on the writer thread and `failure` by
+/// `complete` on the completion thread; each is read only after the hand-off that follows
+/// (the deliveries' lock, then the loop's task queue).
+private final class ClosureJob<T: Sendable>: WriterJob, @unchecked Sendable {
+    private let work: @Sendable (Database) throws -> T
+    private let completion: @Sendable (Result<T, any Error>) -> Void
+    private let handBack: LoopIteration.HandBack?
+    private var value: T?
+    private var failure: (any Error)?
+
+    init(
+        work: @escaping @Sendable (Database) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void, handBack: LoopIteration.HandBack?
+    ) {
+        self.work = work
+        self.completion = completion
+        self.handBack = handBack
+    }
+
+    func run(_ db: Database) throws { value = try work(db) }
+
+    func complete(_ error: (any Error)?) {
+        failure = error
+        // Handed back to the submitting loop while it still takes tasks, else completed here.
+        if let handBack, handBack({ self.finish() }) { return }
+        finish()
+    }
+
+    func refuse(_ error: any Error) {
+        failure = error
+        finish()
+    }
+
+    private func finish() {
+        if let failure {
+            completion(.failure(failure))
+        } else if let value {
+            completion(.success(value))
+        } else {
+            completion(.failure(SQLiteError.misuse("a write job completed without a value")))
         }
     }
 }

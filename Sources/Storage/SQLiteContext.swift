@@ -6,12 +6,13 @@ import SQLite
 /// through the connection's statement cache; every lookup uses an index (see migrations/).
 struct SQLiteContext: IdentityWriteContext {
     let db: Database
-    /// Called when a subscriber is retired, so the store schedules the deletion of its events.
-    var onRetire: (() -> Void)? = nil
+    /// Told when a subscriber is retired, so the store schedules the deletion of its events.
+    var retiredPurge: RetiredPurge? = nil
     /// Told what a row held that was skipped rather than refused (an unknown tenant setting), for the log.
     var onSkipped: DatabaseErrorHandler? = nil
-    /// Called when a workspace, tenant or key is written, so the store announces it after commit.
-    var onAuthChange: (() -> Void)? = nil
+    /// Marked when a workspace, tenant or key is written, so the store announces it after commit.
+    /// (Objects rather than closures: a method's closure was an allocation every write job.)
+    var authChanges: (any AuthChangeMark)? = nil
     /// The writer's cache of enabled webhook filters; nil on readers, which query.
     var webhookFilters: WebhookFilterCache? = nil
     /// The writer's outbox: this job's events and the delivery keys; nil on readers and on
@@ -89,7 +90,7 @@ struct SQLiteContext: IdentityWriteContext {
 
     func insertWorkspace(id: String, name: String, now: Timestamp) throws {
         try db.execute("INSERT INTO workspaces (id, name, created_at) VALUES (?, ?, ?)", [id, name, now.millis])
-        onAuthChange?()
+        authChanges?.markAuthChanged()
     }
 
     func insertTenant(_ tenant: TenantRecord) throws {
@@ -105,7 +106,7 @@ struct SQLiteContext: IdentityWriteContext {
                 tenant.secrets.previous.map { String(decoding: $0, as: UTF8.self) },
                 tenant.secrets.previousExpiresAt, tenant.createdAt.millis,
             ])
-        onAuthChange?()
+        authChanges?.markAuthChanged()
     }
 
     func updateTenant(_ tenant: TenantRecord) throws {
@@ -120,7 +121,7 @@ struct SQLiteContext: IdentityWriteContext {
                 tenant.secrets.previous.map { String(decoding: $0, as: UTF8.self) },
                 tenant.secrets.previousExpiresAt, tenant.id,
             ])
-        onAuthChange?()
+        authChanges?.markAuthChanged()
     }
 
     func insertAPIKey(_ key: APIKeyRecord, hash: String) throws {
@@ -130,7 +131,7 @@ struct SQLiteContext: IdentityWriteContext {
             VALUES (?, ?, ?, ?, ?, ?, ?, NULL)
             """,
             [hash, key.id, key.kind.rawValue, key.workspaceID, key.tenantID, key.displayPrefix, key.createdAt.millis])
-        onAuthChange?()
+        authChanges?.markAuthChanged()
     }
 
     func revokeAPIKey(id: String, workspaceID: String, tenantID: String?, now: Timestamp) throws -> Bool {
@@ -139,7 +140,7 @@ struct SQLiteContext: IdentityWriteContext {
             UPDATE api_keys SET revoked_at = ?
             WHERE id = ? AND workspace_id = ? AND tenant_id IS ? AND revoked_at IS NULL
             """, [now.millis, id, workspaceID, tenantID])
-        if db.changes > 0 { onAuthChange?() }
+        if db.changes > 0 { authChanges?.markAuthChanged() }
         return db.changes > 0
     }
 
@@ -348,7 +349,7 @@ struct SQLiteContext: IdentityWriteContext {
         try db.execute(
             "UPDATE subscribers SET retired = 1, id = '$retired:' || key, email = NULL WHERE key = ?", [key])
         storedIdentities?.forget(key)
-        onRetire?()
+        retiredPurge?.request()
     }
 
     /// Works off up to `limit` events of one retired subscriber: moves them to the person that

@@ -177,22 +177,20 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
         _ body: @escaping @Sendable (any IdentityWriteContext) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
-        let (purge, observers, onError, filters) = (self.purge, authObservers, self.onError, self.webhookFilters)
-        let outbox = self.outbox
-        let authChanged = AuthChangeFlag()
-        // Completed on the event loop that asked, when one did: the answer is rendered there.
         writer.submit(
-            { db in
-                try body(
-                    SQLiteContext(
-                        db: db, onRetire: purge.request, onSkipped: onError, onAuthChange: authChanged.set,
-                        webhookFilters: filters, outbox: outbox, storedIdentities: StoredIdentities()))
-            }, completesOnCallingLoop: true
-        ) { result in
-            if authChanged.isSet { observers.notify() }
-            completion(result.mapError { error in (error as? SQLiteError).map(Self.domainError) ?? error })
-        }
+            StoreWrite(
+                store: self, body: body, completion: completion, handBack: LoopIteration.handBackToCurrent))
     }
+
+    /// A write job's connection, as this store's writes see it.
+    fileprivate func writeContext(_ db: Database, authChanges: any AuthChangeMark) -> SQLiteContext {
+        SQLiteContext(
+            db: db, retiredPurge: purge, onSkipped: onError, authChanges: authChanges, webhookFilters: webhookFilters,
+            outbox: outbox, storedIdentities: StoredIdentities())
+    }
+
+    /// Told after a write job that changed authentication committed, before its completion.
+    fileprivate func announceAuthChange() { authObservers.notify() }
 
     /// Database conditions an operator can fix (disk full, read-only file, I/O errors, a lock held
     /// too long) answer `503 unavailable` with a clear message; anything else stays a bug (500).
@@ -214,15 +212,9 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
 
     /// Blocking write, for the CLI and tests.
     package func write<T: Sendable>(_ body: @escaping @Sendable (any IdentityWriteContext) throws -> T) throws -> T {
-        let (purge, onError, filters, outbox) = (self.purge, self.onError, self.webhookFilters, self.outbox)
         let authChanged = AuthChangeFlag()
         defer { if authChanged.isSet { authObservers.notify() } }
-        return try writer.write { db in
-            try body(
-                SQLiteContext(
-                    db: db, onRetire: purge.request, onSkipped: onError, onAuthChange: authChanged.set,
-                    webhookFilters: filters, outbox: outbox, storedIdentities: StoredIdentities()))
-        }
+        return try writer.write { [self] db in try body(writeContext(db, authChanges: authChanged)) }
     }
 
     // MARK: - Lifecycle, auth changes
@@ -258,12 +250,72 @@ package final class SQLiteIdentityStore: IdentityStore, StoreLifecycle, Authenti
     }
 }
 
-/// Set on the writer thread while a job runs, read in its completion (which the writer runs
-/// after the job's group committed): whether the job wrote a workspace, tenant or key.
-private final class AuthChangeFlag: Sendable {
+/// Marked on the writer thread while a job runs (``SQLiteContext/authChanges``), read in its
+/// completion, after the job's group committed: whether the job wrote a workspace, tenant or key.
+protocol AuthChangeMark: AnyObject, Sendable {
+    func markAuthChanged()
+}
+
+/// The mark of a blocking write (``SQLiteIdentityStore/write(_:)``).
+private final class AuthChangeFlag: AuthChangeMark {
     private let value = Atomic<Bool>(false)
-    @Sendable func set() { value.store(true, ordering: .relaxed) }
+    func markAuthChanged() { value.store(true, ordering: .relaxed) }
     var isSet: Bool { value.load(ordering: .relaxed) }
+}
+
+/// One write of the store from the loop that asks to the loop that renders its answer: the work,
+/// its completion, its outcome and its auth-change mark in one object, where closures over the
+/// writer's closures made eight allocations a write, made on the loop, read on the writer and
+/// freed on the completion thread or the loop (`bench/identify-instructions.sh`).
+///
+/// `@unchecked Sendable`: `value` is written by `run` on the writer thread, `failure` by
+/// `complete` on the completion thread, each read only after the hand-off that follows (the
+/// writer's deliveries lock, then the loop's task queue); `authChanged` is atomic.
+private final class StoreWrite<T: Sendable>: WriterJob, AuthChangeMark, @unchecked Sendable {
+    private let store: SQLiteIdentityStore
+    private let body: @Sendable (any IdentityWriteContext) throws -> T
+    private let completion: @Sendable (Result<T, any Error>) -> Void
+    /// The submitting loop, which renders the answer (nil off a loop: completed where it ends).
+    private let handBack: LoopIteration.HandBack?
+    private let authChanged = Atomic<Bool>(false)
+    private var value: T?
+    private var failure: (any Error)?
+
+    init(
+        store: SQLiteIdentityStore, body: @escaping @Sendable (any IdentityWriteContext) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void, handBack: LoopIteration.HandBack?
+    ) {
+        self.store = store
+        self.body = body
+        self.completion = completion
+        self.handBack = handBack
+    }
+
+    func markAuthChanged() { authChanged.store(true, ordering: .relaxed) }
+
+    func run(_ db: Database) throws { value = try body(store.writeContext(db, authChanges: self)) }
+
+    func complete(_ error: (any Error)?) {
+        failure = error
+        if let handBack, handBack({ self.finish() }) { return }
+        finish()
+    }
+
+    func refuse(_ error: any Error) {
+        failure = error
+        finish()
+    }
+
+    private func finish() {
+        if authChanged.load(ordering: .relaxed) { store.announceAuthChange() }
+        if let failure {
+            completion(.failure((failure as? SQLiteError).map(SQLiteIdentityStore.domainError) ?? failure))
+        } else if let value {
+            completion(.success(value))
+        } else {
+            completion(.failure(SQLiteError.misuse("a write job completed without a value")))
+        }
+    }
 }
 
 /// The handlers of ``SQLiteIdentityStore/onAuthenticationChange(_:)``.
@@ -289,7 +341,7 @@ private func zeroPadded(_ value: Int) -> String {
 /// Works off the events of retired subscribers a chunk at a time, one small job per write group,
 /// until none is left: an absorbed subscriber's 10,000 events are moved to the person that absorbed
 /// it (or deleted, when that person was erased) over ~40 groups instead of inside the merge's.
-private final class RetiredPurge: Sendable {
+final class RetiredPurge: Sendable {
     /// Events per job: small enough that the group carrying it barely notices. Moving 1,000 (an
     /// insert and a delete each) held its group ~8 ms, and others' identify p99 beside a
     /// 10,000-event absorb read 18.0-22.0 ms against 13.3-15.9 ms with no absorb; at 250 it read

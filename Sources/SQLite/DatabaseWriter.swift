@@ -218,7 +218,7 @@ package final class DatabaseWriter: Sendable {
     }
 
     /// Queues a job made as one object (see ``WriterJob``). After ``close()``, the job is
-    /// refused at once, on the calling thread (``WriterJob/refuse(_:)``).
+    /// completed at once, on the calling thread, with an error.
     package func submit(_ job: any WriterJob) {
         let accepted = shared.withLock { state in
             guard !state.closing else { return false }
@@ -226,7 +226,7 @@ package final class DatabaseWriter: Sendable {
             return true
         }
         guard accepted else {
-            job.refuse(SQLiteError.misuse("the database writer is closed"))
+            job.complete(SQLiteError.misuse("the database writer is closed"))
             return
         }
         shared.broadcast()
@@ -388,7 +388,7 @@ package final class DatabaseWriter: Sendable {
             }
             for group in groups {
                 let groupError = group.committed ? syncError : group.error
-                for ran in group.jobs { ran.job.complete(ran.ownError ?? groupError) }
+                for ran in group.jobs { Self.complete(ran.job, ran.ownError ?? groupError) }
             }
             if syncing {
                 writerState.withLock { $0.logSyncing = false }
@@ -399,6 +399,13 @@ package final class DatabaseWriter: Sendable {
         log?.close()
         deliveries.withLock { $0.stopped = true }
         deliveries.broadcast()
+    }
+
+    /// Completes a job on the completion thread, or hands it back to its loop (``WriterJob/handBack``)
+    /// while that loop still takes tasks.
+    private static func complete(_ job: any WriterJob, _ error: (any Error)?) {
+        if let handBack = job.handBack, handBack({ job.complete(error) }) { return }
+        job.complete(error)
     }
 
     // MARK: - The writer thread
@@ -603,28 +610,27 @@ package protocol WriterJob: AnyObject, Sendable {
     /// The work, on the writer thread, inside the job's own savepoint of the open group. It keeps
     /// its value for ``complete(_:)``; a throw rolls back its savepoint only.
     func run(_ db: Database) throws
-    /// Called once when the job's fate is known, on the completion thread (or, after
-    /// ``DatabaseWriter/close()``, on the submitting thread): `error` is nil when the job's work
-    /// succeeded, its group committed and the log is synced; otherwise the work's own error, or
-    /// why the group failed (also for a job never run). The writer hands over the group under a
-    /// lock, so what `run` stored is visible here.
+    /// Called once when the job's fate is known: `error` is nil when the job's work succeeded,
+    /// its group committed and the log is synced; otherwise the work's own error, or why the group
+    /// failed (also for a job never run). Called on the job's ``handBack`` loop when it has one
+    /// that still takes tasks, else on the completion thread; after ``DatabaseWriter/close()``, at
+    /// once on the submitting thread. The writer hands a group over under a lock and the loop
+    /// takes tasks under another, so what `run` stored is visible here.
     func complete(_ error: (any Error)?)
-    /// Called instead of both when the writer was closed before the job was queued: at once, on
-    /// the submitting thread, so a caller on a loop learns before its handler returns.
-    func refuse(_ error: any Error)
+    /// The event loop the job completes on (see ``DatabaseWriter/submit(_:completesOnCallingLoop:completion:)``);
+    /// nil: the completion thread.
+    var handBack: LoopIteration.HandBack? { get }
 }
 
 /// The job ``DatabaseWriter/submit(_:completesOnCallingLoop:completion:)`` queues.
 ///
-/// `@unchecked Sendable`: `value` is written by `run` on the writer thread and `failure` by
-/// `complete` on the completion thread; each is read only after the hand-off that follows
-/// (the deliveries' lock, then the loop's task queue).
+/// `@unchecked Sendable`: `value` is written by `run` on the writer thread and read by `complete`
+/// after the hand-offs that follow (see ``WriterJob/complete(_:)``).
 private final class ClosureJob<T: Sendable>: WriterJob, @unchecked Sendable {
     private let work: @Sendable (Database) throws -> T
     private let completion: @Sendable (Result<T, any Error>) -> Void
-    private let handBack: LoopIteration.HandBack?
+    let handBack: LoopIteration.HandBack?
     private var value: T?
-    private var failure: (any Error)?
 
     init(
         work: @escaping @Sendable (Database) throws -> T,
@@ -637,26 +643,16 @@ private final class ClosureJob<T: Sendable>: WriterJob, @unchecked Sendable {
 
     func run(_ db: Database) throws { value = try work(db) }
 
-    func complete(_ error: (any Error)?) {
-        failure = error
-        // Handed back to the submitting loop while it still takes tasks, else completed here.
-        if let handBack, handBack({ self.finish() }) { return }
-        finish()
-    }
+    func complete(_ error: (any Error)?) { completion(WriterJobResult.of(value, error)) }
+}
 
-    func refuse(_ error: any Error) {
-        failure = error
-        finish()
-    }
-
-    private func finish() {
-        if let failure {
-            completion(.failure(failure))
-        } else if let value {
-            completion(.success(value))
-        } else {
-            completion(.failure(SQLiteError.misuse("a write job completed without a value")))
-        }
+/// What a job's completion reports, from the value its `run` kept and the error it was completed
+/// with.
+package enum WriterJobResult {
+    package static func of<T>(_ value: T?, _ error: (any Error)?) -> Result<T, any Error> {
+        if let error { return .failure(error) }
+        guard let value else { return .failure(SQLiteError.misuse("a write job completed without a value")) }
+        return .success(value)
     }
 }
 

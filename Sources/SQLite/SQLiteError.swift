@@ -77,7 +77,7 @@ package struct SQLiteError: Error, CustomStringConvertible {
     static let constraintUniqueCode: Int32 = SQLITE_CONSTRAINT | (8 << 8)
 
     /// A wrapper-level misuse (wrong argument count, closed connection…), reported as `SQLITE_MISUSE`.
-    package static func misuse(_ message: String, sql: String? = nil) -> SQLiteError {
+    static func misuse(_ message: String, sql: String? = nil) -> SQLiteError {
         SQLiteError(extendedCode: SQLITE_MISUSE, message: message, sql: sql)
     }
 

@@ -268,18 +268,16 @@ private final class AuthChangeFlag: AuthChangeMark {
 /// writer's closures made eight allocations a write, made on the loop, read on the writer and
 /// freed on the completion thread or the loop (`bench/identify-instructions.sh`).
 ///
-/// `@unchecked Sendable`: `value` is written by `run` on the writer thread, `failure` by
-/// `complete` on the completion thread, each read only after the hand-off that follows (the
-/// writer's deliveries lock, then the loop's task queue); `authChanged` is atomic.
+/// `@unchecked Sendable`: `value` is written by `run` on the writer thread and read by `complete`
+/// after the writer's hand-offs (``WriterJob/complete(_:)``); `authChanged` is atomic.
 private final class StoreWrite<T: Sendable>: WriterJob, AuthChangeMark, @unchecked Sendable {
     private let store: SQLiteIdentityStore
     private let body: @Sendable (any IdentityWriteContext) throws -> T
     private let completion: @Sendable (Result<T, any Error>) -> Void
     /// The submitting loop, which renders the answer (nil off a loop: completed where it ends).
-    private let handBack: LoopIteration.HandBack?
+    let handBack: LoopIteration.HandBack?
     private let authChanged = Atomic<Bool>(false)
     private var value: T?
-    private var failure: (any Error)?
 
     init(
         store: SQLiteIdentityStore, body: @escaping @Sendable (any IdentityWriteContext) throws -> T,
@@ -296,25 +294,11 @@ private final class StoreWrite<T: Sendable>: WriterJob, AuthChangeMark, @uncheck
     func run(_ db: Database) throws { value = try body(store.writeContext(db, authChanges: self)) }
 
     func complete(_ error: (any Error)?) {
-        failure = error
-        if let handBack, handBack({ self.finish() }) { return }
-        finish()
-    }
-
-    func refuse(_ error: any Error) {
-        failure = error
-        finish()
-    }
-
-    private func finish() {
         if authChanged.load(ordering: .relaxed) { store.announceAuthChange() }
-        if let failure {
-            completion(.failure((failure as? SQLiteError).map(SQLiteIdentityStore.domainError) ?? failure))
-        } else if let value {
-            completion(.success(value))
-        } else {
-            completion(.failure(SQLiteError.misuse("a write job completed without a value")))
-        }
+        completion(
+            WriterJobResult.of(value, error).mapError { error in
+                (error as? SQLiteError).map(SQLiteIdentityStore.domainError) ?? error
+            })
     }
 }
 
